@@ -1,0 +1,118 @@
+//! What a channel reports back while a turn runs.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ErrorInfo, ToolCall};
+
+/// One output event of a model turn, in stream order.
+///
+/// A turn ends with exactly one of [`Event::Done`], [`Event::Error`] or [`Event::Aborted`].
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Event {
+    /// More visible answer text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// More reasoning text.
+    ThinkingDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The model wants the host to run a tool; the result comes back in the next turn.
+    ToolCall(ToolCall),
+    /// Token counts so far (each report replaces the previous one).
+    Usage(Usage),
+    /// Everything streamed so far in this turn is void: the channel restarted the turn (for
+    /// example a stale resume that had to rebuild), so the host drops its partial message.
+    Reset,
+    /// The turn ended normally.
+    Done {
+        /// Why it ended.
+        reason: StopReason,
+    },
+    /// The turn failed; the info says who can fix it.
+    Error(ErrorInfo),
+    /// The host cancelled the turn.
+    Aborted,
+}
+
+/// Why a turn ended normally.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// The model finished its answer.
+    Stop,
+    /// The model is waiting for tool results.
+    ToolUse,
+    /// The model hit its output limit.
+    Length,
+}
+
+/// Token accounting for one turn.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens (server-reported, or estimated when [`Usage::input_estimated`]).
+    pub input_tokens: u64,
+    /// Generated tokens, reasoning included.
+    pub output_tokens: u64,
+    /// Prompt tokens served from cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to cache.
+    pub cache_write_tokens: u64,
+    /// The part of `output_tokens` spent on reasoning, when reported.
+    pub reasoning_tokens: u64,
+    /// True when `input_tokens` is a local estimate because the server reported none.
+    pub input_estimated: bool,
+}
+
+impl Usage {
+    /// Input plus output plus cache tokens: what hosts show as the total.
+    pub const fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::ErrorKind;
+    use serde_json::json;
+
+    #[test]
+    fn events_serialize_with_a_type_tag() {
+        let event = Event::Done {
+            reason: StopReason::ToolUse,
+        };
+        assert_eq!(
+            serde_json::to_value(&event).unwrap(),
+            json!({"type": "done", "reason": "toolUse"})
+        );
+        let error = Event::Error(ErrorInfo::new(
+            ErrorKind::Auth,
+            "expired",
+            "run /login cursor",
+        ));
+        assert_eq!(
+            serde_json::to_value(&error).unwrap(),
+            json!({"type": "error", "kind": "auth", "message": "expired", "nextStep": "run /login cursor"})
+        );
+    }
+
+    #[test]
+    fn total_tokens_adds_every_bucket() {
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 2,
+            cache_write_tokens: 1,
+            ..Usage::default()
+        };
+        assert_eq!(usage.total_tokens(), 18);
+    }
+}
