@@ -64,3 +64,17 @@ pub mod checkpoint;
 pub mod ir;
 pub mod selected_context_blob;
 pub mod wire;
+
+/// Entry points shared by the fuzz targets and the corpus replay test; not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::selected_context_blob::SelectedContextBlob;
+
+    /// Any input decodes or fails with a typed error; whatever decodes re-encodes to itself.
+    pub fn selected_context_blob(data: &[u8]) {
+        if let Ok(blob) = SelectedContextBlob::decode(data) {
+            let again = SelectedContextBlob::decode(&blob.encode()).expect("own encoding decodes");
+            assert_eq!(again, blob, "re-encoding changed the value");
+        }
+    }
+}

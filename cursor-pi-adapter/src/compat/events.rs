@@ -1,0 +1,252 @@
+//! Conversation-model events → pi `AssistantMessageEvent` objects.
+
+use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, StopReason, ToolCall, Usage};
+use serde_json::{Value, json};
+
+use super::ModelInfo;
+use super::partial::{Block, PartialMessage, PiStopReason, tool_call_json};
+
+/// Turns one turn's [`Event`]s into pi `AssistantMessageEvent` JSON objects, in order.
+///
+/// The mapper keeps the assistant message pi calls `partial` and follows pi's streaming
+/// contract (pi 0.99.1–1.6.0, pi-ai `AssistantMessageEvent`):
+///
+/// - one `start` first, unless the turn fails before producing anything (then straight `error`);
+/// - text and thinking arrive as `*_start`, `*_delta`..., `*_end` around one content block; a
+///   block ends when another kind begins or the turn ends normally;
+/// - a tool call is `toolcall_start`, one `toolcall_delta` with the arguments' JSON text, and
+///   `toolcall_end` carrying the parsed call;
+/// - exactly one `done` (`stop`, `toolUse`, `length`) or `error` (`error`, `aborted`, with
+///   `errorMessage`) last; later events map to nothing;
+/// - usage reports update `partial.usage` (with cost from the model's rates) without an event
+///   of their own; [`Event::Reset`] empties `partial.content`.
+///
+/// Every event carries a snapshot of `partial` as it stands after the change the event
+/// announces. pi wants one live object: a binding keeps its own message and copies each
+/// snapshot's fields onto it before pushing the event.
+///
+/// An error's `errorMessage` is the [`ErrorInfo`] display (`network error: ... (next step: ...)`).
+/// The wording matters to pi: it retries a turn whose message matches its transient-failure
+/// patterns (among them `network error`, `timeout`, `rate limit`, 5xx codes) and compacts on
+/// context-overflow wording, so a network-kind failure is retried by pi and an auth-kind one
+/// is not.
+#[derive(Debug)]
+pub struct EventMapper {
+    model: ModelInfo,
+    message: PartialMessage,
+    /// Index of the text or thinking block that deltas currently extend.
+    open_block: Option<usize>,
+    phase: Phase,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    NotStarted,
+    Streaming,
+    Finished,
+}
+
+impl EventMapper {
+    /// A mapper for one turn answered by `model`, whose request started at `timestamp_ms`
+    /// (Unix milliseconds, pi's `AssistantMessage.timestamp`).
+    pub fn new(model: ModelInfo, timestamp_ms: u64) -> Self {
+        Self {
+            model,
+            message: PartialMessage::new(timestamp_ms),
+            open_block: None,
+            phase: Phase::NotStarted,
+        }
+    }
+
+    /// The pi events for one conversation-model event (possibly none).
+    pub fn map(&mut self, event: Event) -> Vec<Value> {
+        let mut out = Vec::new();
+        if self.phase == Phase::Finished {
+            return out;
+        }
+        match event {
+            Event::Error(info) => self.fail(PiStopReason::Error, info.to_string(), &mut out),
+            Event::Aborted => self.fail(
+                PiStopReason::Aborted,
+                "Request was aborted".into(),
+                &mut out,
+            ),
+            Event::TextDelta { text } => {
+                self.start(&mut out);
+                self.stream_text(BlockKind::Text, &text, &mut out);
+            }
+            Event::ThinkingDelta { text } => {
+                self.start(&mut out);
+                self.stream_text(BlockKind::Thinking, &text, &mut out);
+            }
+            Event::ToolCall(call) => {
+                self.start(&mut out);
+                self.tool_call(call, &mut out);
+            }
+            Event::Usage(usage) => {
+                self.start(&mut out);
+                self.message.usage = usage;
+            }
+            Event::Reset => {
+                self.start(&mut out);
+                self.message.content.clear();
+                self.open_block = None;
+            }
+            Event::Done { reason } => {
+                self.start(&mut out);
+                self.close_block(&mut out);
+                self.message.stop_reason = match reason {
+                    StopReason::Stop => PiStopReason::Stop,
+                    StopReason::ToolUse => PiStopReason::ToolUse,
+                    StopReason::Length => PiStopReason::Length,
+                    // A reason added to the model later: the turn did end normally.
+                    _ => PiStopReason::Stop,
+                };
+                let message = self.partial();
+                out.push(json!({"type": "done", "reason": self.message.stop_reason.as_str(), "message": message}));
+                self.phase = Phase::Finished;
+            }
+            // A newer event kind this adapter does not know carries nothing pi can show.
+            _ => {}
+        }
+        out
+    }
+
+    /// Ends the turn when the event source is exhausted: nothing if a final event was mapped,
+    /// otherwise an `error` saying the stream stopped early.
+    pub fn finish(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        if self.phase != Phase::Finished {
+            let info = ErrorInfo::new(
+                ErrorKind::Network,
+                "the model stream ended before the turn finished",
+                "retry the request",
+            );
+            self.fail(PiStopReason::Error, info.to_string(), &mut out);
+        }
+        out
+    }
+
+    /// Whether a `done` or `error` has been produced.
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    /// The assistant message as it stands now, in pi's shape.
+    pub fn partial(&self) -> Value {
+        self.message.to_json(&self.model)
+    }
+
+    /// The token counts reported so far.
+    pub fn usage(&self) -> Usage {
+        self.message.usage
+    }
+
+    fn start(&mut self, out: &mut Vec<Value>) {
+        if self.phase == Phase::NotStarted {
+            self.phase = Phase::Streaming;
+            out.push(json!({"type": "start", "partial": self.partial()}));
+        }
+    }
+
+    fn stream_text(&mut self, kind: BlockKind, delta: &str, out: &mut Vec<Value>) {
+        if delta.is_empty() {
+            return;
+        }
+        let index = match self.open_block {
+            Some(index) if kind.matches(&self.message.content[index]) => index,
+            _ => {
+                self.close_block(out);
+                self.message.content.push(kind.empty());
+                let index = self.message.content.len() - 1;
+                self.open_block = Some(index);
+                out.push(json!({"type": kind.event("start"), "contentIndex": index, "partial": self.partial()}));
+                index
+            }
+        };
+        if let Block::Text(text) | Block::Thinking(text) = &mut self.message.content[index] {
+            text.push_str(delta);
+        }
+        out.push(json!({
+            "type": kind.event("delta"), "contentIndex": index, "delta": delta, "partial": self.partial(),
+        }));
+    }
+
+    fn tool_call(&mut self, call: ToolCall, out: &mut Vec<Value>) {
+        self.close_block(out);
+        // pi streams arguments as JSON text and parses them into the block as they grow; here
+        // they arrive whole, so the block starts empty and is complete after the one delta.
+        let arguments_text = call.arguments.to_string();
+        let arguments = match call.arguments {
+            Value::Null => Value::Object(serde_json::Map::new()),
+            arguments => arguments,
+        };
+        let mut block = ToolCall::new(call.id, call.name, Value::Object(serde_json::Map::new()));
+        self.message.content.push(Block::ToolCall(block.clone()));
+        let index = self.message.content.len() - 1;
+        out.push(
+            json!({"type": "toolcall_start", "contentIndex": index, "partial": self.partial()}),
+        );
+        block.arguments = arguments;
+        let tool_call = tool_call_json(&block);
+        self.message.content[index] = Block::ToolCall(block);
+        out.push(json!({
+            "type": "toolcall_delta", "contentIndex": index, "delta": arguments_text, "partial": self.partial(),
+        }));
+        out.push(json!({
+            "type": "toolcall_end", "contentIndex": index, "toolCall": tool_call, "partial": self.partial(),
+        }));
+    }
+
+    fn close_block(&mut self, out: &mut Vec<Value>) {
+        let Some(index) = self.open_block.take() else {
+            return;
+        };
+        let (kind, content) = match &self.message.content[index] {
+            Block::Text(text) => (BlockKind::Text, text.clone()),
+            Block::Thinking(text) => (BlockKind::Thinking, text.clone()),
+            Block::ToolCall(_) => return,
+        };
+        out.push(json!({
+            "type": kind.event("end"), "contentIndex": index, "content": content, "partial": self.partial(),
+        }));
+    }
+
+    fn fail(&mut self, reason: PiStopReason, message: String, out: &mut Vec<Value>) {
+        self.message.stop_reason = reason;
+        self.message.error_message = Some(message);
+        self.open_block = None;
+        out.push(json!({"type": "error", "reason": reason.as_str(), "error": self.partial()}));
+        self.phase = Phase::Finished;
+    }
+}
+
+/// The two kinds of block that grow by deltas.
+#[derive(Clone, Copy, Debug)]
+enum BlockKind {
+    Text,
+    Thinking,
+}
+
+impl BlockKind {
+    fn matches(self, block: &Block) -> bool {
+        matches!(
+            (self, block),
+            (Self::Text, Block::Text(_)) | (Self::Thinking, Block::Thinking(_))
+        )
+    }
+
+    fn empty(self) -> Block {
+        match self {
+            Self::Text => Block::Text(String::new()),
+            Self::Thinking => Block::Thinking(String::new()),
+        }
+    }
+
+    fn event(self, stage: &str) -> String {
+        match self {
+            Self::Text => format!("text_{stage}"),
+            Self::Thinking => format!("thinking_{stage}"),
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! # cursor-pi-adapter (layer L6/L7)
+//!
+//! Binds the cursor crates into the pi coding agent as a model provider: pi shape compat, event mapping, orchestration and a Node binding.
+//!
+//! This crate owns everything that knows pi: pi's JSON shapes (per pi version) to and from `ir`, pi event objects, provider orchestration (channel choice, handle persistence, catalog snapshot, error text with a next step), and the Node binding (napi-rs, behind the `node` feature).
+//!
+//! - [`compat`]: pi's `streamSimple` context → [`cursor_proto::ir::Conversation`], and
+//!   [`cursor_proto::ir::Event`]s → pi `AssistantMessageEvent` objects. Every assumption about
+//!   pi's shapes lives there, each marked with the pi versions it holds for.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod compat;
