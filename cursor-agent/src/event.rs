@@ -1,0 +1,55 @@
+//! What a Run reports to its host.
+
+use cursor_proto::ir::Event;
+
+use crate::ExecArm;
+
+/// One output of [`AgentRun::poll_event`](crate::AgentRun::poll_event).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentEvent {
+    /// A host-neutral event of the current leg. A leg ends with exactly one of `Done`, `Error`
+    /// or `Aborted`; after `Done { reason: ToolUse }` the next leg starts when the host submits
+    /// its tool results.
+    Ir(Event),
+    /// The server's latest conversation checkpoint: opaque bytes the host persists as the resume
+    /// handle (never interpreted or re-encoded).
+    Checkpoint(Vec<u8>),
+    /// One exec request was answered: the audit record of what Cursor asked and what the client
+    /// did. Nothing in [`ExecOutcome`] executes locally.
+    Exec(ExecAudit),
+}
+
+/// The audit record of one answered exec request.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecAudit {
+    /// The exec's numeric id.
+    pub id: u32,
+    /// Which arm Cursor used.
+    pub arm: ExecArm,
+    /// What the client answered.
+    pub outcome: ExecOutcome,
+}
+
+/// How one exec request was answered.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecOutcome {
+    /// Answered with the arm's typed refusal (or error) and a redirect to a host tool.
+    Refused,
+    /// Answered with `throw` and a redirect (unknown arms, arms without a refusal shape).
+    Thrown,
+    /// `request_context` answered with the workspace paths and tool list only.
+    ContextReported,
+    /// Lifted to a host tool call; the host's result will answer it.
+    HostToolCall {
+        /// The id of the [`ToolCall`](cursor_proto::ir::ToolCall) handed to the host.
+        tool_call_id: String,
+    },
+    /// An MCP call naming a tool the host does not have, answered `tool_not_found`.
+    ToolNotFound {
+        /// The requested tool name, prefix stripped.
+        name: String,
+    },
+}

@@ -1,0 +1,128 @@
+//! # cursor-agent (layer L4b)
+//!
+//! A sans-IO state machine for Cursor's `agent.v1.AgentService/Run`, with a sealed exec policy
+//! that never runs anything locally.
+//!
+//! [`AgentRun`] holds everything one Run stream needs: the run request (root prompt blobs, MCP
+//! catalog, current user turn), the KV blob store Cursor reads the prompt from, the exec policy
+//! that answers every native tool request with a refusal and a redirect to a host tool, the MCP
+//! bridge that lifts `mcp_args` into host tool calls, and the timers (heartbeat, first-frame and
+//! idle watchdogs, tool-call debounce). It owns no socket, no runtime and no clock: bytes and
+//! time come in through `handle_*`, frames and events go out through `poll_*`.
+//!
+//! ## The drain contract
+//!
+//! 1. Build the run with [`AgentRun::new`]; it queues the run request.
+//! 2. Apply ONE input: a server frame ([`AgentRun::handle_server_message`] or
+//!    [`AgentRun::handle_server_bytes`]), the end of the stream
+//!    ([`AgentRun::handle_end_of_stream`]), an expired deadline ([`AgentRun::handle_timeout`]),
+//!    or a host command ([`AgentRun::submit_tool_results`], [`AgentRun::cancel`]).
+//! 3. Drain [`AgentRun::poll_transmit`] until `None`, writing each frame to the stream in order.
+//! 4. Drain [`AgentRun::poll_event`] until `None`, handing each event to the host.
+//! 5. If [`AgentRun::is_finished`], close the stream. Otherwise wait for the next server frame,
+//!    host command, or [`AgentRun::poll_timeout`], and go to 2.
+//!
+//! A leg of the turn ends with exactly one `Done`, `Error` or `Aborted` event. `Done` with
+//! [`StopReason::ToolUse`](cursor_proto::ir::StopReason::ToolUse) keeps the stream open: run
+//! the tools, then [`AgentRun::submit_tool_results`] starts the next leg on the same stream.
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//!
+//! use cursor_agent::{AgentEvent, AgentRun, RunConfig};
+//! use cursor_proto::agent::v1::{
+//!     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
+//!     agent_client_message, agent_server_message, interaction_update,
+//! };
+//! use cursor_proto::ir::{Conversation, Event, Message, StopReason};
+//! use prost::Message as _;
+//!
+//! fn update(message: interaction_update::Message) -> Vec<u8> {
+//!     AgentServerMessage {
+//!         message: Some(agent_server_message::Message::InteractionUpdate(InteractionUpdate {
+//!             message: Some(message),
+//!             ..Default::default()
+//!         })),
+//!         ..Default::default()
+//!     }
+//!     .encode_to_vec()
+//! }
+//!
+//! let start = Instant::now();
+//! let conversation = Conversation::new("You are terse.").with_message(Message::user_text("ping"));
+//! let config = RunConfig::new("composer-2.5", "file:///work").with_id_seed([7; 16]);
+//! let mut run = AgentRun::new(config, &conversation, start)?;
+//!
+//! // The first frame to write is the run request.
+//! let first = run.poll_transmit().expect("run request");
+//! assert!(matches!(first.message, Some(agent_client_message::Message::RunRequest(_))));
+//!
+//! // A scripted server: one text delta, then the end of the turn.
+//! let script = [
+//!     update(interaction_update::Message::TextDelta(TextDeltaUpdate { text: "pong".into() })),
+//!     update(interaction_update::Message::TurnEnded(TurnEndedUpdate::default())),
+//! ];
+//! let mut events = Vec::new();
+//! for (i, frame) in script.iter().enumerate() {
+//!     run.handle_server_bytes(frame, start + Duration::from_millis(10 * i as u64));
+//!     while let Some(_frame) = run.poll_transmit() { /* write it to the stream */ }
+//!     while let Some(event) = run.poll_event() {
+//!         events.push(event);
+//!     }
+//! }
+//!
+//! assert_eq!(events[0], AgentEvent::Ir(Event::TextDelta { text: "pong".into() }));
+//! assert!(matches!(&events[1], AgentEvent::Ir(Event::Usage(usage)) if usage.input_estimated));
+//! assert_eq!(events[2], AgentEvent::Ir(Event::Done { reason: StopReason::Stop }));
+//! assert!(run.is_finished());
+//! assert_eq!(run.poll_timeout(), None);
+//! # Ok::<(), cursor_agent::AgentError>(())
+//! ```
+//!
+//! ## The audit guarantee
+//!
+//! Nothing runs in this process because Cursor asked. Every `ExecServerMessage` goes through one
+//! decision table whose decisions are: refuse with the arm's typed rejected/error result, throw,
+//! report the workspace paths and tool list, or lift an MCP call to the host (whose own
+//! permission system decides). Every answer ends with `stream_close`; every answer is reported
+//! as an [`AgentEvent::Exec`] audit record.
+//!
+//! ## Seams for later layers
+//!
+//! - Native translation (shell/read/write/... into host tool calls) plugs in at the one place
+//!   the run handles translatable arms, falling back to today's refusal.
+//! - Resume: [`RunConfig::conversation_id`], [`RunConfig::resume`] (a blob miss becomes
+//!   [`AgentError::StaleResume`]) and [`AgentRun::with_blobs`]; checkpoints come out as
+//!   [`AgentEvent::Checkpoint`].
+//! - An async driver wraps [`AgentRun`] in a `select!` over the stream, the deadline and host
+//!   commands.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod blobs;
+mod config;
+mod error;
+mod event;
+mod frames;
+mod ids;
+mod intent;
+mod interaction;
+mod json_value;
+mod mcp;
+mod policy;
+mod ranking;
+mod redirect;
+mod request;
+mod root_prompt;
+mod run;
+mod usage;
+
+#[doc(hidden)]
+pub mod fuzzing;
+
+pub use blobs::{BlobId, BlobStore};
+pub use config::{Limits, RunConfig, Timers};
+pub use error::{AgentError, StreamOutcome};
+pub use event::{AgentEvent, ExecAudit, ExecOutcome};
+pub use policy::ExecArm;
+pub use root_prompt::root_prompt_json;
+pub use run::AgentRun;

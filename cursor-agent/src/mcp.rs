@@ -1,0 +1,220 @@
+//! The MCP bridge (PROTOCOL-AGENT §2.2, §8): host tools out as `McpToolDefinition`s, `mcp_args`
+//! in as host tool calls, host results back as `mcp_result.success`.
+
+use cursor_proto::agent::v1::{
+    self as wire, McpArgs, McpResult, McpToolDefinition, mcp_result,
+    mcp_tool_result_content_item::Content,
+};
+use cursor_proto::ir::{ImageFormat, Tool, ToolCall, ToolResult, ToolResultContent};
+
+use crate::Limits;
+use crate::json_value;
+
+/// The host's tools as the run request's MCP catalog.
+pub(crate) fn definitions(tools: &[Tool], provider: &str) -> Vec<McpToolDefinition> {
+    tools
+        .iter()
+        .map(|tool| McpToolDefinition {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            input_schema: Some(json_value::to_proto(&tool.parameters)),
+            provider_identifier: provider.to_owned(),
+            tool_name: tool.name.clone(),
+        })
+        .collect()
+}
+
+/// The host tool name an `mcp_args` asks for: `tool_name` (or `name`), `mcp_pi_` stripped.
+pub(crate) fn requested_name<'a>(args: &'a McpArgs, prefix: &str) -> &'a str {
+    let raw = if args.tool_name.is_empty() {
+        &args.name
+    } else {
+        &args.tool_name
+    };
+    raw.strip_prefix(prefix).unwrap_or(raw)
+}
+
+/// True when the call names another MCP provider than ours (an empty provider is ours).
+pub(crate) fn foreign_provider(args: &McpArgs, provider: &str) -> bool {
+    !args.provider_identifier.is_empty() && args.provider_identifier != provider
+}
+
+/// The host tool call for an admitted `mcp_args`; `fallback_id` stands in for an empty call id.
+pub(crate) fn tool_call(args: &McpArgs, name: &str, fallback_id: String) -> ToolCall {
+    let arguments: serde_json::Map<String, serde_json::Value> = args
+        .args
+        .iter()
+        .map(|(key, value)| (key.clone(), json_value::to_json(value)))
+        .collect();
+    let id = if args.tool_call_id.is_empty() {
+        fallback_id
+    } else {
+        args.tool_call_id.clone()
+    };
+    ToolCall::new(id, name, serde_json::Value::Object(arguments))
+}
+
+/// `mcp_result.tool_not_found` for a tool neither the catalog nor the live registry has.
+pub(crate) fn not_found(name: &str, available_tools: Vec<String>) -> McpResult {
+    McpResult {
+        result: Some(mcp_result::Result::ToolNotFound(wire::McpToolNotFound {
+            name: name.to_owned(),
+            available_tools,
+        })),
+    }
+}
+
+/// `mcp_result.success` for a host result: one text item first (always, even if empty), then
+/// the images. Text is capped in UTF-8 bytes with a marker; an image Cursor cannot take is
+/// replaced by a note rather than dropped silently.
+pub(crate) fn success(result: &ToolResult, limits: &Limits) -> McpResult {
+    let mut notes = Vec::new();
+    let mut images = Vec::new();
+    for block in &result.content {
+        if let ToolResultContent::Image(image) = block {
+            if ImageFormat::from_mime(&image.mime_type).is_none() {
+                notes.push(format!(
+                    "[pi: omitted an image of unsupported type {}]",
+                    image.mime_type
+                ));
+            } else if image.data.len() > limits.max_image_len {
+                notes.push(format!(
+                    "[pi: omitted an image of {} bytes (over the cap)]",
+                    image.data.len()
+                ));
+            } else {
+                images.push(wire::McpToolResultContentItem {
+                    content: Some(Content::Image(wire::McpImageContent {
+                        data: image.data.clone(),
+                        mime_type: image.mime_type.clone(),
+                    })),
+                });
+            }
+        }
+    }
+    let mut text = cap_bytes(&result.joined_text(), limits.max_tool_result_bytes);
+    for note in notes {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    let mut content = vec![wire::McpToolResultContentItem {
+        content: Some(Content::Text(wire::McpTextContent { text })),
+    }];
+    content.extend(images);
+    McpResult {
+        result: Some(mcp_result::Result::Success(wire::McpSuccess {
+            content,
+            is_error: result.is_error,
+        })),
+    }
+}
+
+/// The result for a pending call the host returned nothing for.
+pub(crate) fn missing_result() -> McpResult {
+    McpResult {
+        result: Some(mcp_result::Result::Success(wire::McpSuccess {
+            content: vec![wire::McpToolResultContentItem {
+                content: Some(Content::Text(wire::McpTextContent {
+                    text: "pi returned no result for this tool call.".into(),
+                })),
+            }],
+            is_error: true,
+        })),
+    }
+}
+
+/// `text` cut to at most `cap` UTF-8 bytes at a character boundary, with a marker.
+pub(crate) fn cap_bytes(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_owned();
+    }
+    let mut end = cap;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[pi: tool output truncated, showing {end} of {} bytes]",
+        &text[..end],
+        text.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cursor_proto::ir::Image;
+    use prost_types::{Value, value::Kind};
+    use serde_json::json;
+
+    #[test]
+    fn prefixed_names_are_stripped_and_args_decoded() {
+        let mut args = McpArgs {
+            name: "mcp_pi_bash".into(),
+            tool_call_id: "call-1".into(),
+            provider_identifier: "pi".into(),
+            ..McpArgs::default()
+        };
+        args.args.insert(
+            "command".into(),
+            Value {
+                kind: Some(Kind::StringValue("ls".into())),
+            },
+        );
+        args.args.insert(
+            "timeout".into(),
+            Value {
+                kind: Some(Kind::NumberValue(5.0)),
+            },
+        );
+        let name = requested_name(&args, "mcp_pi_");
+        assert_eq!(name, "bash");
+        let call = tool_call(&args, name, "fallback".into());
+        assert_eq!(
+            call,
+            ToolCall::new("call-1", "bash", json!({"command": "ls", "timeout": 5}))
+        );
+        assert!(!foreign_provider(&args, "pi"));
+    }
+
+    #[test]
+    fn empty_call_id_gets_the_fallback() {
+        let args = McpArgs {
+            tool_name: "read".into(),
+            ..McpArgs::default()
+        };
+        assert_eq!(tool_call(&args, "read", "exec-7".into()).id, "exec-7");
+    }
+
+    #[test]
+    fn success_puts_text_first_then_images_and_notes_unsupported_ones() {
+        let mut result = ToolResult::text("c", "shot", "done", false);
+        result.content.push(ToolResultContent::Image(Image::new(
+            "image/png",
+            vec![1, 2],
+        )));
+        result
+            .content
+            .push(ToolResultContent::Image(Image::new("image/tiff", vec![3])));
+        let encoded = success(&result, &Limits::default());
+        let Some(mcp_result::Result::Success(success)) = encoded.result else {
+            panic!()
+        };
+        assert_eq!(success.content.len(), 2);
+        assert_eq!(
+            success.content[0].content,
+            Some(Content::Text(wire::McpTextContent {
+                text: "done\n[pi: omitted an image of unsupported type image/tiff]".into()
+            }))
+        );
+        assert!(matches!(&success.content[1].content, Some(Content::Image(i)) if i.data == [1, 2]));
+    }
+
+    #[test]
+    fn tool_output_is_capped_in_bytes_at_a_char_boundary() {
+        let capped = cap_bytes("ééé", 3);
+        assert_eq!(
+            capped,
+            "é\n[pi: tool output truncated, showing 2 of 6 bytes]"
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! The run request that opens a turn (PROTOCOL-AGENT §2.1, §3).
+
+use cursor_proto::agent::v1::{
+    AgentMode, AgentRunRequest, ConversationAction, ConversationStateStructure, McpToolDefinition,
+    McpTools, RequestedModel, SelectedContext, SelectedImage, UserMessage, UserMessageAction,
+    conversation_action::Action,
+};
+use cursor_proto::ir::{Conversation, Image, Message, UserContent};
+use cursor_proto::selected_context_blob::SelectedContextBlob;
+
+use crate::blobs::BlobStore;
+use crate::ids::IdSource;
+use crate::root_prompt::{self, joined_user_text};
+use crate::{AgentError, RunConfig, mcp};
+
+/// Everything opening a Run produces besides the blobs it stored.
+#[derive(Debug)]
+pub(crate) struct Opening {
+    pub(crate) request: AgentRunRequest,
+    pub(crate) rules_text: String,
+    pub(crate) definitions: Vec<McpToolDefinition>,
+}
+
+/// Builds the run request, storing the root prompt and selected-context blobs in `blobs`.
+///
+/// Never sets `custom_system_prompt`, `model_details`, or model parameters: the slug already
+/// encodes the variant, and the system prompt rides in the root prompt's `<rules>`.
+pub(crate) fn build(
+    conversation: &Conversation,
+    config: &RunConfig,
+    conversation_id: &str,
+    ids: &mut IdSource,
+    blobs: &mut BlobStore,
+) -> Result<Opening, AgentError> {
+    if config.model.trim().is_empty() {
+        return Err(AgentError::Config("no model slug".into()));
+    }
+    let Some(Message::User { content }) = conversation.messages.last() else {
+        return Err(AgentError::NoUserTurn);
+    };
+    let selected_images = live_images(content, config, ids)?;
+    let history = root_prompt::history_of(&conversation.messages);
+    let prompt = root_prompt::messages(conversation, history, config);
+    let mut root_ids = Vec::with_capacity(prompt.len());
+    for message in &prompt {
+        let bytes = serde_json::to_vec(message)
+            .map_err(|e| AgentError::Config(format!("root prompt is not serializable: {e}")))?;
+        root_ids.push(blobs.insert(bytes)?.as_bytes().to_vec());
+    }
+    let context_blob =
+        SelectedContextBlob::new(root_ids.clone(), config.host_name.clone()).encode();
+    let context_blob_id = blobs.insert(context_blob)?;
+
+    let message_id = ids.next_uuid();
+    let user_message = UserMessage {
+        text: joined_user_text(content),
+        message_id: message_id.clone(),
+        selected_context: (!selected_images.is_empty())
+            .then_some(SelectedContext { selected_images }),
+        mode: AgentMode::Agent as i32,
+        selected_context_blob: context_blob_id.as_bytes().to_vec(),
+        correlation_id: message_id,
+    };
+    let definitions = mcp::definitions(&conversation.tools, &config.provider_identifier);
+    let request = AgentRunRequest {
+        conversation_state: Some(ConversationStateStructure {
+            root_prompt_messages_json: root_ids,
+            previous_workspace_uris: config.workspace_uris.clone(),
+            mode: Some(AgentMode::Agent as i32),
+            client_name: Some(config.host_name.clone()),
+            ..ConversationStateStructure::default()
+        }),
+        action: Some(ConversationAction {
+            action: Some(Action::UserMessageAction(UserMessageAction {
+                user_message: Some(user_message),
+                request_context: None,
+            })),
+        }),
+        mcp_tools: Some(McpTools {
+            mcp_tools: definitions.clone(),
+        }),
+        conversation_id: Some(conversation_id.to_owned()),
+        requested_model: Some(RequestedModel {
+            model_id: config.model.clone(),
+            max_mode: config.max_mode,
+            parameters: Vec::new(),
+        }),
+        client_supports_inline_images: Some(true),
+        ..AgentRunRequest::default()
+    };
+    let rules_text = root_prompt::rules_text(conversation, &config.tool_prefix());
+    Ok(Opening {
+        request,
+        rules_text,
+        definitions,
+    })
+}
+
+/// The current turn's images as raw bytes; unsupported types and oversize images fail closed.
+fn live_images(
+    content: &[UserContent],
+    config: &RunConfig,
+    ids: &mut IdSource,
+) -> Result<Vec<SelectedImage>, AgentError> {
+    let images: Vec<&Image> = content
+        .iter()
+        .filter_map(|block| match block {
+            UserContent::Image(image) => Some(image),
+            _ => None,
+        })
+        .collect();
+    let mut selected = Vec::with_capacity(images.len());
+    for (index, image) in images.into_iter().enumerate() {
+        let format = image.format().ok_or_else(|| AgentError::UnsupportedImage {
+            mime: image.mime_type.clone(),
+        })?;
+        if image.data.len() > config.limits.max_image_len {
+            return Err(AgentError::ImageTooLarge {
+                len: image.data.len(),
+                max: config.limits.max_image_len,
+            });
+        }
+        let extension = format.mime().trim_start_matches("image/");
+        selected.push(SelectedImage {
+            uuid: ids.next_uuid(),
+            path: format!("image-{}.{extension}", index + 1),
+            mime_type: format.mime().to_owned(),
+            data: image.data.clone(),
+        });
+    }
+    Ok(selected)
+}

@@ -1,0 +1,402 @@
+//! The root prompt: the host's transcript as AI-SDK JSON messages, one blob each
+//! (PROTOCOL-AGENT §3.1).
+//!
+//! Cursor drops `role: "system"`, so the system prompt plus the local-tool policy rides as the
+//! first user message inside `<rules>`. The current user turn is not part of it: it travels as
+//! the run request's user message. Building is one pass over the history (linear in its length).
+
+use cursor_proto::ir::{
+    AssistantContent, Conversation, Image, Message, Tool, ToolResult, ToolResultContent,
+    UserContent,
+};
+use serde_json::{Value, json};
+
+use crate::RunConfig;
+use crate::intent::Capability;
+use crate::ranking::{Pick, best_tool};
+
+/// The root prompt of `conversation` as JSON texts, rules first; the trailing user message (the
+/// turn being asked) is excluded.
+pub fn root_prompt_json(conversation: &Conversation, config: &RunConfig) -> Vec<String> {
+    let history = history_of(&conversation.messages);
+    messages(conversation, history, config)
+        .iter()
+        .map(Value::to_string)
+        .collect()
+}
+
+/// The messages before the current turn (all of them when the last is not a user message).
+pub(crate) fn history_of(messages: &[Message]) -> &[Message] {
+    match messages.split_last() {
+        Some((Message::User { .. }, history)) => history,
+        _ => messages,
+    }
+}
+
+/// The root prompt messages: rules, then the history.
+pub(crate) fn messages(
+    conversation: &Conversation,
+    history: &[Message],
+    config: &RunConfig,
+) -> Vec<Value> {
+    let prefix = config.tool_prefix();
+    let cap = config.limits.max_replayed_result_chars;
+    let mut out = Vec::with_capacity(history.len() + 1);
+    out.push(user_text(format!(
+        "<rules>\n{}\n</rules>",
+        rules_text(conversation, &prefix)
+    )));
+    let mut tool_parts: Vec<Value> = Vec::new();
+    for message in history {
+        if let Message::ToolResult(result) = message {
+            tool_parts.push(tool_result_part(result, &prefix, cap));
+            continue;
+        }
+        if !tool_parts.is_empty() {
+            out.push(json!({"role": "tool", "content": std::mem::take(&mut tool_parts)}));
+        }
+        match message {
+            Message::User { content } => out.push(user_message(content)),
+            Message::Assistant { content } => {
+                if let Some(message) = assistant_message(content, &prefix) {
+                    out.push(message);
+                }
+            }
+            // Handled above; a future message kind is not replayed rather than guessed at.
+            _ => {}
+        }
+    }
+    if !tool_parts.is_empty() {
+        out.push(json!({"role": "tool", "content": tool_parts}));
+    }
+    out
+}
+
+/// The text inside `<rules>`: the host's system prompt, the local-tool policy, the intent map
+/// and one signature line per tool (descriptions and schemas never reach the model, the rules
+/// do: PROTOCOL-AGENT §5.1).
+pub(crate) fn rules_text(conversation: &Conversation, prefix: &str) -> String {
+    let mut text = String::new();
+    if !conversation.system_prompt.is_empty() {
+        text.push_str(&conversation.system_prompt);
+        text.push_str("\n\n");
+    }
+    let namespace = prefix.trim_start_matches("mcp_").trim_end_matches('_');
+    text.push_str(&format!(
+        "# Local tools\n\
+         Local work in this session runs only through pi's MCP tools. They are Cursor dynamic tools in the MCP namespace `{namespace}`: look them up there (GetDynamicTools, then CallDynamicTool) or call them by their names `{prefix}<tool>`. If they are missing from your static tool list, they are still available: do not fall back to other tools.\n\
+         Cursor native tools (Shell, Read, Write, Delete, Grep, Glob, LS, Fetch and the rest) are disabled here: every such call is refused and nothing runs.\n"
+    ));
+    let map: Vec<String> = Capability::ALL
+        .iter()
+        .filter_map(
+            |&capability| match best_tool(&conversation.tools, capability) {
+                Pick::Matched {
+                    tool,
+                    capability: matched,
+                } if matched == capability => {
+                    Some(format!("{} → `{prefix}{}`", capability.phrase(), tool.name))
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    if !map.is_empty() {
+        text.push_str(&format!("Use: {}.\n", map.join("; ")));
+    }
+    if !conversation.tools.is_empty() {
+        text.push_str("pi tools (name(arguments): purpose):\n");
+        for tool in &conversation.tools {
+            text.push_str(&contract_line(tool, prefix));
+            text.push('\n');
+        }
+    }
+    text.trim_end().to_owned()
+}
+
+/// `- mcp_pi_bash(command: string, timeout?: number): Run a shell command.`
+fn contract_line(tool: &Tool, prefix: &str) -> String {
+    let arguments = match tool.parameters.get("properties").and_then(Value::as_object) {
+        Some(properties) => {
+            let required = required_of(&tool.parameters);
+            let fields: Vec<String> = properties
+                .iter()
+                .map(|(name, schema)| {
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{name}{optional}: {}", type_of(schema, 0))
+                })
+                .collect();
+            fields.join(", ")
+        }
+        None => String::new(),
+    };
+    let purpose = tool.description.lines().next().unwrap_or_default().trim();
+    let purpose: String = purpose.chars().take(200).collect();
+    if purpose.is_empty() {
+        format!("- {prefix}{}({arguments})", tool.name)
+    } else {
+        format!("- {prefix}{}({arguments}): {purpose}", tool.name)
+    }
+}
+
+fn required_of(schema: &Value) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// A compact type for a JSON Schema: `string`, `array<{path: string}>`, `"a"|"b"`.
+fn type_of(schema: &Value, depth: usize) -> String {
+    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+        let options: Vec<String> = options.iter().map(Value::to_string).collect();
+        return options.join("|");
+    }
+    match schema.get("type") {
+        Some(Value::String(kind)) => match kind.as_str() {
+            "array" => match schema.get("items") {
+                Some(items) => format!("array<{}>", type_of(items, depth + 1)),
+                None => "array".into(),
+            },
+            "object" => match schema.get("properties").and_then(Value::as_object) {
+                Some(properties) if depth < 3 => {
+                    let required = required_of(schema);
+                    let fields: Vec<String> = properties
+                        .iter()
+                        .map(|(name, inner)| {
+                            let optional = if required.contains(&name.as_str()) {
+                                ""
+                            } else {
+                                "?"
+                            };
+                            format!("{name}{optional}: {}", type_of(inner, depth + 1))
+                        })
+                        .collect();
+                    format!("{{{}}}", fields.join(", "))
+                }
+                _ => "object".into(),
+            },
+            other => other.to_owned(),
+        },
+        Some(Value::Array(kinds)) => {
+            let kinds: Vec<&str> = kinds.iter().filter_map(Value::as_str).collect();
+            kinds.join("|")
+        }
+        _ => "any".into(),
+    }
+}
+
+fn user_text(text: String) -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": text}]})
+}
+
+fn user_message(content: &[UserContent]) -> Value {
+    let text = joined_user_text(content);
+    let mut parts =
+        vec![json!({"type": "text", "text": format!("<user_query>\n{text}\n</user_query>")})];
+    for block in content {
+        if let UserContent::Image(image) = block {
+            parts.push(json!({"type": "image", "image": image.to_data_url()}));
+        }
+    }
+    json!({"role": "user", "content": parts})
+}
+
+/// The text blocks of a user message joined with newlines.
+pub(crate) fn joined_user_text(content: &[UserContent]) -> String {
+    let texts: Vec<&str> = content
+        .iter()
+        .filter_map(|block| match block {
+            UserContent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// Text and tool calls; thinking is not replayed (it is model-private and signature-bound).
+fn assistant_message(content: &[AssistantContent], prefix: &str) -> Option<Value> {
+    let parts: Vec<Value> = content
+        .iter()
+        .filter_map(|block| match block {
+            AssistantContent::Text { text } if !text.is_empty() => {
+                Some(json!({"type": "text", "text": text}))
+            }
+            AssistantContent::ToolCall(call) => Some(json!({
+                "type": "tool-call",
+                "toolCallId": call.id,
+                "toolName": format!("{prefix}{}", call.name),
+                "args": call.arguments,
+            })),
+            _ => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| json!({"role": "assistant", "content": parts}))
+}
+
+fn tool_result_part(result: &ToolResult, prefix: &str, cap: usize) -> Value {
+    let text = cap_chars(&result.joined_text(), cap);
+    let mut part = json!({
+        "type": "tool-result",
+        "toolCallId": result.tool_call_id,
+        "toolName": format!("{prefix}{}", result.tool_name),
+        "result": text,
+    });
+    if result.is_error {
+        part["isError"] = Value::Bool(true);
+    }
+    let images: Vec<&Image> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ToolResultContent::Image(image) => Some(image),
+            _ => None,
+        })
+        .collect();
+    if !images.is_empty() {
+        let mut content = vec![json!({"type": "text", "text": text})];
+        content.extend(images.into_iter().map(|image| {
+            let url = image.to_data_url();
+            let data = url.split_once(',').map_or("", |(_, data)| data).to_owned();
+            json!({"type": "image", "data": data, "mimeType": image.mime_type})
+        }));
+        part["experimental_content"] = Value::Array(content);
+    }
+    part
+}
+
+/// `text` cut to `cap` characters with an explicit marker (never a silent cut).
+pub(crate) fn cap_chars(text: &str, cap: usize) -> String {
+    match text.char_indices().nth(cap) {
+        None => text.to_owned(),
+        Some((end, _)) => {
+            let total = text.chars().count();
+            format!(
+                "{}\n[pi: tool result truncated, showing {cap} of {total} characters]",
+                &text[..end]
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cursor_proto::ir::ToolCall;
+
+    fn config() -> RunConfig {
+        RunConfig::new("m", "file:///w")
+    }
+
+    fn conversation() -> Conversation {
+        Conversation::new("Be terse.")
+            .with_tool(Tool::new(
+                "bash",
+                "Run a shell command.\nMore detail.",
+                json!({"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}}, "required": ["command"]}),
+            ))
+            .with_tool(Tool::new(
+                "multi_edit",
+                "",
+                json!({"type": "object", "properties": {"edits": {"type": "array", "items": {"type": "object", "properties": {"new": {"type": "string"}, "old": {"type": "string"}}, "required": ["new", "old"]}}}}),
+            ))
+    }
+
+    #[test]
+    fn rules_carry_system_prompt_policy_intent_map_and_contracts() {
+        let rules = rules_text(&conversation(), "mcp_pi_");
+        assert!(rules.starts_with("Be terse.\n\n# Local tools\n"));
+        assert!(rules.contains("MCP namespace `pi`"));
+        assert!(rules.contains("run a command → `mcp_pi_bash`"));
+        assert!(
+            rules.contains(
+                "- mcp_pi_bash(command: string, timeout?: number): Run a shell command.\n"
+            )
+        );
+        assert!(rules.ends_with("- mcp_pi_multi_edit(edits?: array<{new: string, old: string}>)"));
+    }
+
+    #[test]
+    fn history_replays_in_ai_sdk_shapes_and_excludes_the_current_turn() {
+        let mut result = ToolResult::text("c1", "bash", "out", true);
+        result.content.push(ToolResultContent::Image(Image::new(
+            "image/png",
+            b"PNG".to_vec(),
+        )));
+        let conversation = conversation()
+            .with_message(Message::User {
+                content: vec![
+                    UserContent::Text {
+                        text: "look".into(),
+                    },
+                    UserContent::Image(Image::new("image/gif", b"GIF89a".to_vec())),
+                ],
+            })
+            .with_message(Message::Assistant {
+                content: vec![
+                    AssistantContent::Thinking {
+                        text: "hm".into(),
+                        signature: None,
+                    },
+                    AssistantContent::ToolCall(ToolCall::new(
+                        "c1",
+                        "bash",
+                        json!({"command": "ls"}),
+                    )),
+                ],
+            })
+            .with_message(Message::ToolResult(result))
+            .with_message(Message::user_text("current turn"));
+        let texts = root_prompt_json(&conversation, &config());
+        let values: Vec<Value> = texts
+            .iter()
+            .map(|t| serde_json::from_str(t).unwrap())
+            .collect();
+        assert_eq!(values.len(), 4);
+        assert!(
+            values[0]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("<rules>\n")
+        );
+        assert_eq!(
+            values[1],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "<user_query>\nlook\n</user_query>"},
+                {"type": "image", "image": "data:image/gif;base64,R0lGODlh"}
+            ]})
+        );
+        assert_eq!(
+            values[2],
+            json!({"role": "assistant", "content": [
+                {"type": "tool-call", "toolCallId": "c1", "toolName": "mcp_pi_bash", "args": {"command": "ls"}}
+            ]})
+        );
+        assert_eq!(
+            values[3],
+            json!({"role": "tool", "content": [{
+                "type": "tool-result", "toolCallId": "c1", "toolName": "mcp_pi_bash",
+                "result": "out", "isError": true,
+                "experimental_content": [
+                    {"type": "text", "text": "out"},
+                    {"type": "image", "data": "UE5H", "mimeType": "image/png"}
+                ]
+            }]})
+        );
+        assert!(!texts.iter().any(|t| t.contains("current turn")));
+    }
+
+    #[test]
+    fn replayed_results_are_capped_with_a_marker() {
+        let long = "é".repeat(25);
+        let capped = cap_chars(&long, 20);
+        assert!(capped.starts_with(&"é".repeat(20)));
+        assert!(capped.ends_with("[pi: tool result truncated, showing 20 of 25 characters]"));
+        assert_eq!(cap_chars("short", 20), "short");
+    }
+}

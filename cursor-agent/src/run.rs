@@ -1,0 +1,749 @@
+//! [`AgentRun`]: the sans-IO state machine of one `agent.v1.AgentService/Run` stream.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use cursor_proto::agent::v1::{
+    self as wire, AgentClientMessage, AgentServerMessage, McpArgs, McpToolDefinition,
+    TurnEndedUpdate, agent_server_message::Message as Server,
+    exec_client_message::Message as Reply, interaction_update::Message as Update,
+};
+use cursor_proto::ir::{Conversation, ErrorInfo, Event, StopReason, Tool, ToolResult, Usage};
+use prost::Message as _;
+
+use crate::blobs::{BlobId, BlobStore};
+use crate::event::{ExecAudit, ExecOutcome};
+use crate::ids::IdSource;
+use crate::intent::Intent;
+use crate::policy::{Decision, ExecArm, Refusal, Row, decide};
+use crate::redirect::Redirector;
+use crate::{AgentError, AgentEvent, RunConfig, StreamOutcome, frames, interaction, mcp};
+use crate::{ranking, request, usage};
+
+/// The sans-IO state machine of one Run: no sockets, no runtime, no clock.
+///
+/// Methods come in four groups (the quinn-proto shape):
+///
+/// - getters (`&self`): [`conversation_id`](Self::conversation_id), [`blobs`](Self::blobs),
+///   [`checkpoint`](Self::checkpoint), [`is_finished`](Self::is_finished), ...;
+/// - handlers for what the network and the clock did, named `handle_*`;
+/// - commands from the host: [`submit_tool_results`](Self::submit_tool_results),
+///   [`update_tools`](Self::update_tools), [`cancel`](Self::cancel);
+/// - pollers for what the caller must do, named `poll_*`.
+///
+/// After every handler or command, drain [`poll_transmit`](Self::poll_transmit) (write each
+/// frame to the stream, in order) and [`poll_event`](Self::poll_event) (hand each event to the
+/// host) until both return `None`, then wait until [`poll_timeout`](Self::poll_timeout), the next
+/// server frame or the next host command, whichever comes first. Time only moves when the caller
+/// passes a later `now`; spurious [`handle_timeout`](Self::handle_timeout) calls are no-ops.
+#[derive(Debug)]
+pub struct AgentRun {
+    config: RunConfig,
+    /// `mcp_pi_`: the prefix Cursor puts before host tool names.
+    prefix: String,
+    conversation_id: String,
+    blobs: BlobStore,
+    /// The tools advertised in the run request (frozen: the protocol has no mid-run update).
+    catalog: Vec<Tool>,
+    /// The host's live registry; the gate admits it too (tools can register mid-run).
+    live_tools: Vec<Tool>,
+    definitions: Vec<McpToolDefinition>,
+    transmits: VecDeque<AgentClientMessage>,
+    events: VecDeque<AgentEvent>,
+    /// Host events that arrive while the host runs tools; released with the next leg.
+    deferred: VecDeque<Event>,
+    phase: Phase,
+    pending: Vec<PendingCall>,
+    /// Tool calls the server aborted after they were handed to the host (bounded).
+    aborted: VecDeque<String>,
+    debounce_at: Option<Instant>,
+    work_deadline: Option<WorkDeadline>,
+    heartbeat_at: Option<Instant>,
+    misses: u32,
+    output_tokens: u64,
+    server_usage: Option<TurnEndedUpdate>,
+    input_estimate: u64,
+    /// A failure that happened while the host ran tools; reported as the next leg's end.
+    parked_failure: Option<ErrorInfo>,
+    /// `turn_ended` arrived while the host ran tools.
+    ended_while_parked: bool,
+    checkpoint: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The server is producing the current leg.
+    Streaming,
+    /// The leg ended with `ToolUse`; the stream stays open until the host's results arrive.
+    AwaitingTools,
+    /// Done, failed or cancelled: the driver may close the stream.
+    Finished,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct WorkDeadline {
+    at: Instant,
+    first_frame: bool,
+}
+
+#[derive(Clone, Debug)]
+struct PendingCall {
+    id: u32,
+    exec_id: String,
+    tool_call_id: String,
+    /// Handed to the host in a finished leg (so its result is due with the next submit).
+    yielded: bool,
+}
+
+impl AgentRun {
+    /// Opens a Run for the conversation's last user message, storing its root prompt blobs in a
+    /// fresh store. The first [`poll_transmit`](Self::poll_transmit) is the run request.
+    pub fn new(
+        config: RunConfig,
+        conversation: &Conversation,
+        now: Instant,
+    ) -> Result<Self, AgentError> {
+        let blobs = BlobStore::new(&config.limits);
+        Self::with_blobs(config, conversation, blobs, now)
+    }
+
+    /// Like [`new`](Self::new), but starting from an existing blob store (a resumed
+    /// conversation's blobs, which Cursor may still ask for).
+    pub fn with_blobs(
+        config: RunConfig,
+        conversation: &Conversation,
+        mut blobs: BlobStore,
+        now: Instant,
+    ) -> Result<Self, AgentError> {
+        let mut ids = IdSource::new(config.id_seed);
+        let conversation_id = config
+            .conversation_id
+            .clone()
+            .unwrap_or_else(|| ids.next_uuid());
+        let opening = request::build(
+            conversation,
+            &config,
+            &conversation_id,
+            &mut ids,
+            &mut blobs,
+        )?;
+        let input_estimate = usage::estimate_input(conversation, &opening.rules_text);
+        let mut transmits = VecDeque::new();
+        transmits.push_back(frames::client(
+            wire::agent_client_message::Message::RunRequest(opening.request),
+        ));
+        Ok(Self {
+            work_deadline: Some(WorkDeadline {
+                at: now + config.timers.first_frame_timeout,
+                first_frame: true,
+            }),
+            heartbeat_at: Some(now + config.timers.heartbeat_interval),
+            prefix: config.tool_prefix(),
+            config,
+            conversation_id,
+            blobs,
+            catalog: conversation.tools.clone(),
+            live_tools: conversation.tools.clone(),
+            definitions: opening.definitions,
+            transmits,
+            events: VecDeque::new(),
+            deferred: VecDeque::new(),
+            phase: Phase::Streaming,
+            pending: Vec::new(),
+            aborted: VecDeque::new(),
+            debounce_at: None,
+            misses: 0,
+            output_tokens: 0,
+            server_usage: None,
+            input_estimate,
+            parked_failure: None,
+            ended_while_parked: false,
+            checkpoint: None,
+        })
+    }
+
+    // ---- getters ----------------------------------------------------------------------------
+
+    /// The remote conversation id this Run sent (minted when the config had none).
+    pub fn conversation_id(&self) -> &str {
+        &self.conversation_id
+    }
+
+    /// The blob store (root prompt blobs plus whatever the server stored): what a resume handle
+    /// persists beside the checkpoint.
+    pub fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    /// The latest checkpoint the server sent, if any.
+    pub fn checkpoint(&self) -> Option<&[u8]> {
+        self.checkpoint.as_deref()
+    }
+
+    /// True once the Run is done, failed or cancelled: the driver may close the stream after
+    /// draining [`poll_transmit`](Self::poll_transmit). A server that keeps the stream open
+    /// after `turn_ended` does not hold the turn open.
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    /// True while the host owes results for tool calls of a finished leg.
+    pub fn is_awaiting_tool_results(&self) -> bool {
+        self.phase == Phase::AwaitingTools
+    }
+
+    /// Requests in this model turn that did not become host tool calls (the loop guard's count).
+    pub fn misses(&self) -> u32 {
+        self.misses
+    }
+
+    // ---- pollers ----------------------------------------------------------------------------
+
+    /// The next client frame to write, in order. The first one is the run request.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<AgentClientMessage> {
+        self.transmits.pop_front()
+    }
+
+    /// The next event for the host.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<AgentEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next; `None` once finished.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.phase == Phase::Finished {
+            return None;
+        }
+        let debounce = self.debounce_at.filter(|_| self.phase == Phase::Streaming);
+        [
+            debounce,
+            self.work_deadline.map(|d| d.at),
+            self.heartbeat_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    // ---- handlers ---------------------------------------------------------------------------
+
+    /// One decoded server frame.
+    pub fn handle_server_message(&mut self, message: AgentServerMessage, now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        if let Err(error) = self.dispatch(message, now) {
+            self.fail(error);
+        }
+    }
+
+    /// One server frame's protobuf bytes (an undecodable frame is protocol drift).
+    pub fn handle_server_bytes(&mut self, bytes: &[u8], now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        match AgentServerMessage::decode(bytes) {
+            Ok(message) => self.handle_server_message(message, now),
+            Err(error) => self.fail(error.into()),
+        }
+    }
+
+    /// The server side of the stream ended. Before `turn_ended` that is a failure: the
+    /// outcome's error when it carries one, a network error otherwise.
+    pub fn handle_end_of_stream(&mut self, outcome: StreamOutcome, _now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        self.fail(match outcome {
+            StreamOutcome::Ok => AgentError::StreamEndedEarly,
+            StreamOutcome::Err(info) => AgentError::Remote(info),
+        });
+    }
+
+    /// Time passed: ends a debounced tool-call burst, fires the idle watchdog, sends heartbeats.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        if self.phase == Phase::Streaming
+            && self.debounce_at.is_some_and(|at| now >= at)
+            && !self.pending.is_empty()
+        {
+            self.yield_tool_use();
+        }
+        if let Some(deadline) = self.work_deadline.filter(|d| now >= d.at) {
+            let timers = &self.config.timers;
+            let waited = if deadline.first_frame {
+                timers.first_frame_timeout
+            } else {
+                timers.idle_timeout
+            };
+            self.fail(AgentError::Idle {
+                waited,
+                first_frame: deadline.first_frame,
+            });
+            return;
+        }
+        if self.heartbeat_at.is_some_and(|at| now >= at) {
+            self.transmits.push_back(frames::heartbeat());
+            self.heartbeat_at = Some(now + self.config.timers.heartbeat_interval);
+        }
+    }
+
+    // ---- host commands ----------------------------------------------------------------------
+
+    /// The host's results for the tool calls of the leg that ended with `ToolUse`. Writes one
+    /// `mcp_result` plus `stream_close` per call on the same stream (a call the host returned
+    /// nothing for gets an error result), starts the next leg and re-arms the first-frame
+    /// watchdog.
+    ///
+    /// Fails without changing anything when the run is not waiting for results or a result
+    /// names a call it never issued. If the stream failed while the host ran its tools, that
+    /// failure is reported now, as the new leg's end.
+    pub fn submit_tool_results(
+        &mut self,
+        results: Vec<ToolResult>,
+        now: Instant,
+    ) -> Result<(), AgentError> {
+        if self.phase == Phase::Finished {
+            let info = self
+                .parked_failure
+                .take()
+                .ok_or(AgentError::NotAwaitingTools)?;
+            self.events.push_back(AgentEvent::Ir(Event::Error(info)));
+            return Ok(());
+        }
+        if self.phase != Phase::AwaitingTools {
+            return Err(AgentError::NotAwaitingTools);
+        }
+        for result in &results {
+            let issued = self
+                .pending
+                .iter()
+                .any(|p| p.yielded && p.tool_call_id == result.tool_call_id)
+                || self.aborted.contains(&result.tool_call_id);
+            if !issued {
+                return Err(AgentError::UnknownToolResult {
+                    tool_call_id: result.tool_call_id.clone(),
+                });
+            }
+        }
+        let (answered, still_pending): (Vec<PendingCall>, Vec<PendingCall>) =
+            std::mem::take(&mut self.pending)
+                .into_iter()
+                .partition(|p| p.yielded);
+        self.pending = still_pending;
+        for call in answered {
+            let result = results.iter().find(|r| r.tool_call_id == call.tool_call_id);
+            let encoded = match result {
+                Some(result) => {
+                    self.input_estimate += usage::estimate_result(result);
+                    mcp::success(result, &self.config.limits)
+                }
+                None => mcp::missing_result(),
+            };
+            self.transmits.push_back(frames::exec_reply(
+                call.id,
+                &call.exec_id,
+                Reply::McpResult(encoded),
+            ));
+            self.transmits.push_back(frames::stream_close(call.id));
+        }
+        self.aborted.clear();
+        self.phase = Phase::Streaming;
+        self.output_tokens = 0;
+        self.server_usage = None;
+        self.work_deadline = Some(WorkDeadline {
+            at: now + self.config.timers.first_frame_timeout,
+            first_frame: true,
+        });
+        self.events
+            .extend(self.deferred.drain(..).map(AgentEvent::Ir));
+        if !self.pending.is_empty() {
+            self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
+        } else if std::mem::take(&mut self.ended_while_parked) {
+            self.finish(StopReason::Stop);
+        }
+        self.ended_while_parked = false;
+        Ok(())
+    }
+
+    /// Replaces the host's live tool registry (tools registered mid-run become callable; the
+    /// advertised catalog stays admitted too).
+    pub fn update_tools(&mut self, tools: Vec<Tool>) {
+        self.live_tools = tools;
+    }
+
+    /// The host cancelled: nothing more is written, the leg ends with `Aborted`.
+    pub fn cancel(&mut self, _now: Instant) {
+        if self.phase == Phase::Finished && self.parked_failure.take().is_none() {
+            return;
+        }
+        self.transmits.clear();
+        self.deferred.clear();
+        self.events.push_back(AgentEvent::Ir(Event::Aborted));
+        self.phase = Phase::Finished;
+    }
+
+    // ---- internals --------------------------------------------------------------------------
+
+    fn dispatch(&mut self, message: AgentServerMessage, now: Instant) -> Result<(), AgentError> {
+        match message.message {
+            // A frame carrying only `ttft_breakdown` (beside the oneof) is ignored (§4).
+            None if message.ttft_breakdown.is_some() => Ok(()),
+            None => Err(AgentError::drift(
+                "server frame with an unknown or empty arm",
+            )),
+            Some(Server::InteractionUpdate(update)) => self.on_update(update.message, now),
+            Some(Server::ExecServerMessage(exec)) => {
+                self.work(now);
+                self.on_exec(exec, now)
+            }
+            Some(Server::ConversationCheckpointUpdate(bytes)) => {
+                self.checkpoint = Some(bytes.clone());
+                self.events.push_back(AgentEvent::Checkpoint(bytes));
+                Ok(())
+            }
+            Some(Server::KvServerMessage(kv)) => {
+                self.work(now);
+                self.on_kv(kv)
+            }
+            Some(Server::ExecServerControlMessage(control)) => self.on_exec_control(control),
+            Some(Server::InteractionQuery(query)) => {
+                self.work(now);
+                let answer = interaction::answer(query.query)?;
+                self.transmits
+                    .push_back(frames::interaction(query.id, answer));
+                Ok(())
+            }
+        }
+    }
+
+    /// A work frame arrived: the idle watchdog restarts (heartbeats never call this).
+    fn work(&mut self, now: Instant) {
+        if self.phase == Phase::Streaming {
+            self.work_deadline = Some(WorkDeadline {
+                at: now + self.config.timers.idle_timeout,
+                first_frame: false,
+            });
+        }
+    }
+
+    fn on_update(&mut self, update: Option<Update>, now: Instant) -> Result<(), AgentError> {
+        match update {
+            Some(Update::TextDelta(delta)) => {
+                self.work(now);
+                self.emit(Event::TextDelta { text: delta.text })
+            }
+            Some(Update::ThinkingDelta(delta)) => {
+                self.work(now);
+                self.emit(Event::ThinkingDelta { text: delta.text })
+            }
+            Some(Update::TokenDelta(delta)) => {
+                self.output_tokens += u64::try_from(delta.tokens).unwrap_or(0);
+                Ok(())
+            }
+            Some(Update::TurnEnded(ended)) => {
+                self.on_turn_ended(ended);
+                Ok(())
+            }
+            // Liveness, informational and unknown update arms are ignored (§4.1); heartbeats
+            // are explicitly not work.
+            _ => Ok(()),
+        }
+    }
+
+    fn on_turn_ended(&mut self, ended: TurnEndedUpdate) {
+        self.server_usage = Some(ended);
+        if !self.pending.is_empty() {
+            // Not terminal while a host tool call is pending: the debounce ends the leg.
+            return;
+        }
+        match self.phase {
+            Phase::Streaming => self.finish(StopReason::Stop),
+            Phase::AwaitingTools => self.ended_while_parked = true,
+            Phase::Finished => {}
+        }
+    }
+
+    fn on_exec(&mut self, exec: wire::ExecServerMessage, now: Instant) -> Result<(), AgentError> {
+        let id = exec.id;
+        if self.pending.iter().any(|p| p.id == id) {
+            return Err(AgentError::drift(format!(
+                "exec id {id} reused while pending"
+            )));
+        }
+        let Row { arm, decision } = decide(exec.message);
+        let exec_id = exec.exec_id;
+        match decision {
+            // The seam for native translation: a `translate` step turns the intent into a host
+            // tool call here and falls back to this refusal when no host tool can serve it.
+            Decision::Translatable { refusal, intent } | Decision::Refuse { refusal, intent } => {
+                self.refuse(id, &exec_id, arm, refusal, &intent)
+            }
+            Decision::Throw { intent } => self.throw(id, arm, &intent),
+            Decision::ReportContext => {
+                self.transmits.push_back(frames::exec_reply(
+                    id,
+                    &exec_id,
+                    Reply::RequestContextResult(self.request_context()),
+                ));
+                self.transmits.push_back(frames::stream_close(id));
+                self.audit(id, arm, ExecOutcome::ContextReported);
+                Ok(())
+            }
+            Decision::Lift(args) => self.lift(id, exec_id, &args, now),
+        }
+    }
+
+    fn refuse(
+        &mut self,
+        id: u32,
+        exec_id: &str,
+        arm: ExecArm,
+        refusal: Refusal,
+        intent: &Intent,
+    ) -> Result<(), AgentError> {
+        let hardened = self.miss()?;
+        let reason = self.redirector().text(arm.native_name(), intent, hardened);
+        self.transmits
+            .push_back(frames::exec_reply(id, exec_id, refusal.reply(reason)));
+        self.transmits.push_back(frames::stream_close(id));
+        self.audit(id, arm, ExecOutcome::Refused);
+        Ok(())
+    }
+
+    fn throw(&mut self, id: u32, arm: ExecArm, intent: &Intent) -> Result<(), AgentError> {
+        let hardened = self.miss()?;
+        let reason = self.redirector().text(arm.native_name(), intent, hardened);
+        self.transmits.push_back(frames::throw(id, reason));
+        self.transmits.push_back(frames::stream_close(id));
+        self.audit(id, arm, ExecOutcome::Thrown);
+        Ok(())
+    }
+
+    fn lift(
+        &mut self,
+        id: u32,
+        exec_id: String,
+        args: &McpArgs,
+        now: Instant,
+    ) -> Result<(), AgentError> {
+        let name = mcp::requested_name(args, &self.prefix).to_owned();
+        let registered = |tools: &[Tool]| tools.iter().any(|tool| tool.name == name);
+        let admitted = !mcp::foreign_provider(args, &self.config.provider_identifier)
+            && (registered(&self.catalog) || registered(&self.live_tools));
+        if !admitted {
+            self.miss()?;
+            let available = ranking::rank_by_shared_words(&self.live_tools, &name);
+            self.transmits.push_back(frames::exec_reply(
+                id,
+                &exec_id,
+                Reply::McpResult(mcp::not_found(&name, available)),
+            ));
+            self.transmits.push_back(frames::stream_close(id));
+            self.audit(id, ExecArm::Mcp, ExecOutcome::ToolNotFound { name });
+            return Ok(());
+        }
+        if self.pending.len() >= self.config.limits.max_pending_tool_calls {
+            return Err(AgentError::drift(
+                "more concurrent tool calls than the run allows",
+            ));
+        }
+        // The model did the right thing: the loop guard starts over.
+        self.misses = 0;
+        let call = mcp::tool_call(args, &name, format!("exec-{id}"));
+        self.pending.push(PendingCall {
+            id,
+            exec_id,
+            tool_call_id: call.id.clone(),
+            yielded: false,
+        });
+        self.audit(
+            id,
+            ExecArm::Mcp,
+            ExecOutcome::HostToolCall {
+                tool_call_id: call.id.clone(),
+            },
+        );
+        self.emit(Event::ToolCall(call))?;
+        if self.phase == Phase::Streaming {
+            self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
+        }
+        Ok(())
+    }
+
+    fn on_kv(&mut self, kv: wire::KvServerMessage) -> Result<(), AgentError> {
+        use wire::kv_server_message::Message as Kv;
+        match kv.message {
+            Some(Kv::GetBlobArgs(get)) => {
+                let found = BlobId::from_slice(&get.blob_id).and_then(|id| self.blobs.get(&id));
+                let Some(data) = found else {
+                    // Never answered with empty data: that would read as an empty blob.
+                    let id_hex = hex(&get.blob_id);
+                    return Err(if self.config.resume {
+                        AgentError::StaleResume { id_hex }
+                    } else {
+                        AgentError::BlobMiss { id_hex }
+                    });
+                };
+                self.transmits.push_back(frames::blob(kv.id, data.to_vec()));
+                Ok(())
+            }
+            Some(Kv::SetBlobArgs(set)) => {
+                // A set without data is a dedup reference: acknowledge, store nothing (§5.1).
+                if let Some(data) = set.blob_data {
+                    let id = BlobId::from_slice(&set.blob_id)
+                        .ok_or_else(|| AgentError::drift("blob id is not 32 bytes"))?;
+                    self.blobs.insert_with_id(id, data)?;
+                }
+                self.transmits.push_back(frames::blob_stored(kv.id));
+                Ok(())
+            }
+            None => Err(AgentError::drift("unknown kv request arm")),
+        }
+    }
+
+    fn on_exec_control(
+        &mut self,
+        control: wire::ExecServerControlMessage,
+    ) -> Result<(), AgentError> {
+        match control.message {
+            Some(wire::exec_server_control_message::Message::Abort(abort)) => {
+                if let Some(index) = self.pending.iter().position(|p| p.id == abort.id) {
+                    let call = self.pending.remove(index);
+                    if self.aborted.len() >= self.config.limits.max_pending_tool_calls {
+                        self.aborted.pop_front();
+                    }
+                    self.aborted.push_back(call.tool_call_id);
+                    if self.pending.is_empty() {
+                        self.debounce_at = None;
+                    }
+                }
+                Ok(())
+            }
+            None => Err(AgentError::drift("unknown exec control arm")),
+        }
+    }
+
+    fn request_context(&self) -> wire::RequestContextResult {
+        wire::RequestContextResult {
+            result: Some(wire::request_context_result::Result::Success(
+                wire::RequestContextSuccess {
+                    request_context: Some(wire::RequestContext {
+                        env: Some(wire::RequestContextEnv {
+                            workspace_paths: self.config.workspace_uris.clone(),
+                            ..wire::RequestContextEnv::default()
+                        }),
+                        tools: self.definitions.clone(),
+                    }),
+                },
+            )),
+        }
+    }
+
+    /// Counts one unproductive request. Returns whether texts must harden; at the budget the
+    /// run fails closed.
+    fn miss(&mut self) -> Result<bool, AgentError> {
+        self.misses = self.misses.saturating_add(1);
+        let limits = &self.config.limits;
+        if self.misses >= limits.miss_budget {
+            return Err(AgentError::LoopGuard {
+                misses: self.misses,
+                suggested_tool: self.redirector().command_tool(),
+            });
+        }
+        Ok(self.misses >= limits.escalate_after)
+    }
+
+    fn redirector(&self) -> Redirector<'_> {
+        Redirector {
+            tools: &self.live_tools,
+            prefix: &self.prefix,
+        }
+    }
+
+    fn audit(&mut self, id: u32, arm: ExecArm, outcome: ExecOutcome) {
+        self.events
+            .push_back(AgentEvent::Exec(ExecAudit { id, arm, outcome }));
+    }
+
+    /// Queues a host event, or holds it for the next leg while the host runs tools.
+    fn emit(&mut self, event: Event) -> Result<(), AgentError> {
+        if self.phase == Phase::AwaitingTools {
+            if self.deferred.len() >= self.config.limits.max_deferred_events {
+                return Err(AgentError::drift(
+                    "server kept streaming while the host ran tools",
+                ));
+            }
+            self.deferred.push_back(event);
+        } else {
+            self.events.push_back(AgentEvent::Ir(event));
+        }
+        Ok(())
+    }
+
+    fn yield_tool_use(&mut self) {
+        self.debounce_at = None;
+        for call in &mut self.pending {
+            call.yielded = true;
+        }
+        self.push_usage();
+        self.events.push_back(AgentEvent::Ir(Event::Done {
+            reason: StopReason::ToolUse,
+        }));
+        self.phase = Phase::AwaitingTools;
+        // The host may take as long as it needs; heartbeats keep the stream warm meanwhile.
+        self.work_deadline = None;
+    }
+
+    fn finish(&mut self, reason: StopReason) {
+        self.push_usage();
+        self.events
+            .push_back(AgentEvent::Ir(Event::Done { reason }));
+        self.phase = Phase::Finished;
+    }
+
+    fn push_usage(&mut self) {
+        let mut usage = Usage::default();
+        let reported = self.server_usage.as_ref();
+        let positive = |value: Option<i64>| value.and_then(|v| u64::try_from(v).ok());
+        match reported.and_then(|u| positive(u.input_tokens)) {
+            Some(input) => usage.input_tokens = input,
+            None => {
+                usage.input_tokens = self.input_estimate;
+                usage.input_estimated = true;
+            }
+        }
+        usage.output_tokens = reported
+            .and_then(|u| positive(u.output_tokens))
+            .unwrap_or(self.output_tokens);
+        if let Some(reported) = reported {
+            usage.cache_read_tokens = positive(reported.cache_read_tokens).unwrap_or(0);
+            usage.cache_write_tokens = positive(reported.cache_write_tokens).unwrap_or(0);
+            usage.reasoning_tokens = positive(reported.reasoning_tokens).unwrap_or(0);
+        }
+        self.events.push_back(AgentEvent::Ir(Event::Usage(usage)));
+    }
+
+    /// Ends the run with `error`. Nothing more is written. While the host runs tools the leg
+    /// already ended, so the failure waits for the host's next call.
+    fn fail(&mut self, error: AgentError) {
+        let info = ErrorInfo::from(error);
+        self.transmits.clear();
+        self.deferred.clear();
+        if self.phase == Phase::AwaitingTools {
+            self.parked_failure = Some(info);
+        } else {
+            self.events.push_back(AgentEvent::Ir(Event::Error(info)));
+        }
+        self.phase = Phase::Finished;
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().take(64).map(|b| format!("{b:02x}")).collect()
+}
