@@ -130,8 +130,11 @@ pub fn rust_sources(root: &Path) -> Vec<PathBuf> {
 
 /// Source patterns that start, replace or fork a process.
 pub const SPAWN_PATTERNS: &[&str] = &[
-    "std::process",
+    // `std::process::id()` and `exit` are harmless; anything that can name `Command` is not.
     "process::Command",
+    "process::{",
+    "process::*",
+    "process::Stdio",
     "tokio::process",
     "Command::new",
     "async_process",
@@ -153,10 +156,14 @@ pub fn spawn_lines(text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
-/// Hosts that source may name: the Cursor backends, the login page, and loopback.
+/// Hosts that source may name: the Cursor backends, the login page, loopback, and the names
+/// reserved for documentation and tests (RFC 2606), which can never reach a real server.
 pub fn host_is_allowed(host: &str) -> bool {
     let host = host.to_ascii_lowercase();
-    host == "cursor.sh"
+    let reserved = ["example.com", "example.org", "example.net"].contains(&host.as_str())
+        || [".example", ".test", ".invalid"].iter().any(|tld| host.ends_with(tld));
+    reserved
+        || host == "cursor.sh"
         || host.ends_with(".cursor.sh")
         || host == "cursor.com"
         || host.ends_with(".cursor.com")

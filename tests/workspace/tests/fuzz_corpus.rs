@@ -22,7 +22,32 @@ fn name(path: &Path) -> String {
     path.file_name().unwrap().to_string_lossy().into_owned()
 }
 
+/// Every fuzz target with the function its corpus replays through.
+const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("selected_context_blob", cursor_proto::fuzzing::selected_context_blob),
+    ("envelope_decoder", cursor_transport::fuzzing::envelope_decoder),
+    ("end_stream_json", cursor_transport::fuzzing::end_stream_json),
+    ("agent_run", cursor_agent::fuzzing::fuzz_one),
+];
+
 #[test]
-fn selected_context_blob_corpus_replays_cleanly() {
-    replay("selected_context_blob", cursor_proto::fuzzing::selected_context_blob);
+fn every_fuzz_corpus_replays_cleanly() {
+    for (target, run) in TARGETS {
+        replay(target, *run);
+    }
+}
+
+#[test]
+fn every_fuzz_target_has_a_replayed_corpus() {
+    let manifest = std::fs::read_to_string(workspace_root().join("fuzz/Cargo.toml")).unwrap();
+    let bins: Vec<&str> = manifest
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("name = \""))
+        .filter_map(|rest| rest.strip_suffix('"'))
+        .filter(|name| *name != "cursor-fuzz")
+        .collect();
+    assert!(!bins.is_empty());
+    for bin in bins {
+        assert!(TARGETS.iter().any(|(t, _)| *t == bin), "fuzz target {bin} has no corpus replay");
+    }
 }

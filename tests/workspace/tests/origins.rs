@@ -30,4 +30,6 @@ let c = "http://[::1]:9/"; let d = "https://evil.example.net";"#;
     assert!(host_is_allowed("agentn.us.api5.cursor.sh"));
     assert!(!host_is_allowed("evil.example.net"));
     assert!(!host_is_allowed("cursor.sh.evil.net"));
+    assert!(host_is_allowed("x.example") && host_is_allowed("example.org"));
+    assert!(!host_is_allowed("x") && !host_is_allowed("example.org.evil.net"));
 }

@@ -44,7 +44,7 @@ fn the_spawn_module_starts_processes_only_from_the_table() {
 
 #[test]
 fn the_scanner_sees_each_spawn_form_and_ignores_comments() {
-    let source = "use std::process::Command;\n// Command::new in a comment\nlet c = tokio::process::Command::new(x);\n";
+    let source = "use std::process::Command;\n// Command::new in a comment\nlet c = tokio::process::Command::new(x);\nlet pid = std::process::id();\nuse std::process::{Stdio, id};\n";
     let lines: Vec<usize> = spawn_lines(source).into_iter().map(|(line, _)| line).collect();
-    assert_eq!(lines, vec![1, 3]);
+    assert_eq!(lines, vec![1, 3, 5]);
 }

@@ -1,0 +1,283 @@
+//! A bidirectional streaming Connect call.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::client::ResponseFuture;
+use http::HeaderMap;
+
+use super::{body, connection::DeadSignal, connection::StreamGuard, h2_error};
+use crate::{
+    envelope::{Compression, Decoder, Encoder, EndStream, Frame},
+    error::CursorError,
+    headers::CONTENT_TYPE_STREAM,
+};
+
+/// How long a failed send waits for the response that may explain the failure (a 401, say).
+const EXPLAIN_SEND_FAILURE: Duration = Duration::from_millis(500);
+
+/// Where a call stands, as `recv` and `send` see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallState {
+    Open,
+    /// The server ended the stream successfully.
+    Ended,
+    /// `recv` returned an error; the stream was reset.
+    Failed,
+    /// This client canceled the call.
+    Canceled,
+}
+
+fn already_failed() -> CursorError {
+    CursorError::invalid("the call already failed; its first error said why")
+}
+
+/// One bidi (or client/server streaming) Connect call.
+///
+/// Send with [`send`](Self::send) or [`send_message`](Self::send_message), half-close with
+/// [`close_send`](Self::close_send), receive with [`recv`](Self::recv) until it returns
+/// `Ok(None)` (success) or an error (an end-of-stream error arrives as
+/// [`CursorError::Connect`]). Dropping the call, or [`cancel`](Self::cancel), resets the
+/// HTTP/2 stream (`RST_STREAM CANCEL`) and frees it; the connection stays up.
+#[derive(Debug)]
+pub struct BidiCall {
+    send: Option<h2::SendStream<Bytes>>,
+    response: Option<ResponseFuture>,
+    body: Option<h2::RecvStream>,
+    headers: Option<HeaderMap>,
+    decoder: Option<Decoder>,
+    encoder: Encoder,
+    end: Option<EndStream>,
+    state: CallState,
+    max_message_size: usize,
+    dead: DeadSignal,
+    _guard: StreamGuard,
+}
+
+impl BidiCall {
+    pub(crate) fn new(
+        response: ResponseFuture,
+        send: h2::SendStream<Bytes>,
+        guard: StreamGuard,
+        compression: Compression,
+        max_message_size: usize,
+    ) -> Self {
+        Self {
+            send: Some(send),
+            response: Some(response),
+            body: None,
+            headers: None,
+            decoder: None,
+            encoder: Encoder::new(compression).with_max_message_size(max_message_size),
+            end: None,
+            state: CallState::Open,
+            max_message_size,
+            dead: guard.dead_signal(),
+            _guard: guard,
+        }
+    }
+
+    /// Sends one message (already serialized protobuf bytes).
+    pub async fn send(&mut self, message: &[u8]) -> Result<(), CursorError> {
+        match self.state {
+            CallState::Canceled => return Err(CursorError::Canceled),
+            CallState::Failed => return Err(already_failed()),
+            CallState::Open | CallState::Ended => {}
+        }
+        let frame = self
+            .encoder
+            .encode_to_bytes(message)
+            .map_err(CursorError::from)?;
+        let Some(stream) = self.send.as_mut() else {
+            return Err(CursorError::invalid(
+                "send after close_send or the end of the call",
+            ));
+        };
+        let result = tokio::select! {
+            biased;
+            result = body::send_all(stream, frame, false) => result,
+            _ = self.dead.wait_for(Option::is_some) => {
+                return Err(CursorError::network_msg("connection died while sending"));
+            }
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(err) => Err(self.explain_send_failure(err).await),
+        }
+    }
+
+    /// Serializes and sends one protobuf message.
+    pub async fn send_message<M: prost::Message>(
+        &mut self,
+        message: &M,
+    ) -> Result<(), CursorError> {
+        self.send(&message.encode_to_vec()).await
+    }
+
+    /// Half-closes: tells the server no more messages follow. Receiving goes on.
+    pub fn close_send(&mut self) -> Result<(), CursorError> {
+        match self.send.as_mut() {
+            Some(stream) => {
+                let result = stream.send_data(Bytes::new(), true);
+                self.send = None;
+                result.map_err(|err| h2_error::network("half-closing", err))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The response headers, waiting for them if needed. A non-200 status is an error here.
+    pub async fn response_headers(&mut self) -> Result<&HeaderMap, CursorError> {
+        self.ensure_open().await?;
+        self.headers
+            .as_ref()
+            .ok_or_else(|| CursorError::invalid("the call has already failed"))
+    }
+
+    /// The next message, `Ok(None)` once the server ended the stream successfully.
+    ///
+    /// An error ends the call (the stream is reset unless the server already ended it); later
+    /// calls return a local error rather than repeat it.
+    pub async fn recv(&mut self) -> Result<Option<Bytes>, CursorError> {
+        match self.state {
+            CallState::Open => {}
+            CallState::Ended => return Ok(None),
+            CallState::Failed => return Err(already_failed()),
+            CallState::Canceled => return Err(CursorError::Canceled),
+        }
+        let result = self.recv_inner().await;
+        match &result {
+            Ok(Some(_)) => {}
+            Ok(None) => self.state = CallState::Ended,
+            Err(_) => {
+                self.abandon();
+                self.state = CallState::Failed;
+            }
+        }
+        result
+    }
+
+    /// Receives and decodes the next protobuf message.
+    pub async fn recv_message<M: prost::Message + Default>(
+        &mut self,
+    ) -> Result<Option<M>, CursorError> {
+        match self.recv().await? {
+            None => Ok(None),
+            Some(bytes) => M::decode(bytes)
+                .map(Some)
+                .map_err(|err| CursorError::drift(format!("message does not decode: {err}"))),
+        }
+    }
+
+    /// The end-of-stream frame, once received: trailing metadata and any error.
+    pub fn end_stream(&self) -> Option<&EndStream> {
+        self.end.as_ref()
+    }
+
+    /// Cancels the call: resets the HTTP/2 stream so the server sees the cancel and the stream
+    /// is freed. Later `recv` and `send` calls report [`CursorError::Canceled`].
+    pub fn cancel(&mut self) {
+        if let Some(stream) = self.send.as_mut() {
+            stream.send_reset(h2::Reason::CANCEL);
+        }
+        self.abandon();
+        self.state = CallState::Canceled;
+    }
+
+    async fn recv_inner(&mut self) -> Result<Option<Bytes>, CursorError> {
+        self.ensure_open().await?;
+        loop {
+            let decoder = self.decoder.as_mut().ok_or(CursorError::Canceled)?;
+            if let Some(frame) = decoder.next_frame()? {
+                return match frame {
+                    Frame::Message(bytes) => Ok(Some(bytes)),
+                    Frame::End(end) => {
+                        let error = end.error.clone();
+                        self.end = Some(end);
+                        match error {
+                            Some(error) => Err(CursorError::connect(error, None)),
+                            None => Ok(None),
+                        }
+                    }
+                };
+            }
+            let body = self.body.as_mut().ok_or(CursorError::Canceled)?;
+            match body::next_chunk(body, &mut self.dead).await? {
+                Some(chunk) => decoder.push_bytes(chunk),
+                None => {
+                    decoder.finish()?;
+                    return Err(CursorError::drift(
+                        "the stream ended without an end-of-stream frame",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Awaits the response head once and checks it: 200, a Connect streaming content type,
+    /// a supported encoding. Anything else is classified from status and body.
+    async fn ensure_open(&mut self) -> Result<(), CursorError> {
+        if self.headers.is_some() {
+            return Ok(());
+        }
+        let response = self.response.take().ok_or(CursorError::Canceled)?;
+        let response = tokio::select! {
+            biased;
+            response = response => response.map_err(|err| h2_error::network("awaiting the response", err))?,
+            _ = self.dead.wait_for(Option::is_some) => {
+                return Err(CursorError::network_msg("connection died before the response"));
+            }
+        };
+        let (parts, mut body) = response.into_parts();
+        if parts.status != http::StatusCode::OK {
+            return Err(body::status_error(
+                parts.status.as_u16(),
+                &parts.headers,
+                &mut body,
+                &mut self.dead,
+            )
+            .await);
+        }
+        let media_type = body::media_type(&parts.headers);
+        if media_type != CONTENT_TYPE_STREAM {
+            return Err(CursorError::drift(format!(
+                "streaming response has content type {media_type:?}, expected {CONTENT_TYPE_STREAM}"
+            )));
+        }
+        let compression = match parts.headers.get("connect-content-encoding") {
+            None => Compression::Identity,
+            Some(value) => value
+                .to_str()
+                .ok()
+                .and_then(Compression::from_header_value)
+                .ok_or_else(|| {
+                    CursorError::drift(format!("unsupported connect-content-encoding {value:?}"))
+                })?,
+        };
+        self.decoder = Some(Decoder::new(compression).with_max_message_size(self.max_message_size));
+        self.body = Some(body);
+        self.headers = Some(parts.headers);
+        Ok(())
+    }
+
+    /// A send failed; if the server already answered (a 401, a reset with a reason), that
+    /// answer is the better error.
+    async fn explain_send_failure(&mut self, err: h2::Error) -> CursorError {
+        let fallback = h2_error::network("sending", err);
+        if self.headers.is_some() {
+            return fallback;
+        }
+        match tokio::time::timeout(EXPLAIN_SEND_FAILURE, self.ensure_open()).await {
+            Ok(Err(explained)) => explained,
+            _ => fallback,
+        }
+    }
+
+    /// Stops using the stream; dropping the h2 handles resets it if still open.
+    fn abandon(&mut self) {
+        self.send = None;
+        self.body = None;
+        self.response = None;
+        self.decoder = None;
+    }
+}

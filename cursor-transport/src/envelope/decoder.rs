@@ -1,0 +1,331 @@
+//! Incremental envelope decoding.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use super::{
+    Compression, DEFAULT_MAX_MESSAGE_SIZE, EndStream, EnvelopeError, HEADER_LEN, compression, flags,
+};
+
+/// One decoded envelope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A message payload, already decompressed.
+    Message(Bytes),
+    /// The end-of-stream frame, parsed. No frame may follow it.
+    End(EndStream),
+}
+
+/// Turns bytes, pushed in any chunking, into [`Frame`]s.
+///
+/// Feed bytes with [`push`](Self::push) (or [`push_bytes`](Self::push_bytes)), drain frames
+/// with [`next_frame`](Self::next_frame) until it returns `Ok(None)`, and call
+/// [`finish`](Self::finish) when the byte stream ends: a partial frame then is an error.
+/// After any error the decoder stays failed; the stream it decodes must be abandoned.
+#[derive(Debug)]
+pub struct Decoder {
+    buf: BytesMut,
+    compression: Compression,
+    max_message_size: usize,
+    ended: bool,
+    failed: Option<EnvelopeError>,
+}
+
+impl Decoder {
+    /// A decoder for a call that negotiated `compression`, with the default 16 MiB bound.
+    pub fn new(compression: Compression) -> Self {
+        Self {
+            buf: BytesMut::new(),
+            compression,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            ended: false,
+            failed: None,
+        }
+    }
+
+    /// Sets the bound on one frame's declared length and on its decompressed size.
+    #[must_use]
+    pub fn with_max_message_size(mut self, max: usize) -> Self {
+        self.max_message_size = max;
+        self
+    }
+
+    /// The bound on one message.
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size
+    }
+
+    /// Whether the end-of-stream frame has been decoded.
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Bytes received but not yet returned as a frame.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Appends received bytes.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// Appends received bytes, without copying when nothing is buffered.
+    pub fn push_bytes(&mut self, chunk: Bytes) {
+        if self.buf.is_empty() {
+            // `BytesMut::from(Bytes)` reuses a uniquely owned allocation.
+            self.buf = BytesMut::from(chunk);
+        } else {
+            self.buf.extend_from_slice(&chunk);
+        }
+    }
+
+    /// The next complete frame, `Ok(None)` if more bytes are needed.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, EnvelopeError> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        let result = self.decode_one();
+        if let Err(err) = &result {
+            self.failed = Some(err.clone());
+        }
+        result
+    }
+
+    /// Declares the byte stream over: any buffered partial frame is an error.
+    pub fn finish(&mut self) -> Result<(), EnvelopeError> {
+        if let Some(err) = &self.failed {
+            return Err(err.clone());
+        }
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let expected = if self.buf.len() < HEADER_LEN {
+            HEADER_LEN
+        } else {
+            HEADER_LEN.saturating_add(declared_len(&self.buf))
+        };
+        let err = EnvelopeError::TruncatedFrame {
+            buffered: self.buf.len(),
+            expected,
+        };
+        self.failed = Some(err.clone());
+        Err(err)
+    }
+
+    fn decode_one(&mut self) -> Result<Option<Frame>, EnvelopeError> {
+        if self.buf.is_empty() {
+            return Ok(None);
+        }
+        if self.ended {
+            return Err(EnvelopeError::DataAfterEndStream);
+        }
+        if self.buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let flag_byte = self.buf[0];
+        if flag_byte & !flags::KNOWN != 0 {
+            return Err(EnvelopeError::ReservedFlags(flag_byte & !flags::KNOWN));
+        }
+        let declared = declared_len(&self.buf);
+        // Refuse before reserving or waiting for a body that may never be allowed.
+        if declared > self.max_message_size {
+            return Err(EnvelopeError::FrameTooLarge {
+                declared,
+                max: self.max_message_size,
+            });
+        }
+        let total = HEADER_LEN + declared;
+        if self.buf.len() < total {
+            self.buf.reserve(total - self.buf.len());
+            return Ok(None);
+        }
+        self.buf.advance(HEADER_LEN);
+        let raw = self.buf.split_to(declared).freeze();
+        let payload = if flag_byte & flags::COMPRESSED != 0 {
+            match self.compression {
+                Compression::Identity => return Err(EnvelopeError::UnexpectedCompression),
+                Compression::Gzip => compression::gunzip(&raw, self.max_message_size)?,
+            }
+        } else {
+            raw
+        };
+        if flag_byte & flags::END_STREAM != 0 {
+            self.ended = true;
+            return EndStream::parse(&payload).map(|end| Some(Frame::End(end)));
+        }
+        Ok(Some(Frame::Message(payload)))
+    }
+}
+
+fn declared_len(buf: &[u8]) -> usize {
+    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]);
+    usize::try_from(len).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::{Code, Encoder};
+
+    fn frame(flag: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![flag];
+        out.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn decodes_messages_then_end_stream_byte_by_byte() {
+        let mut wire = frame(0, b"one");
+        wire.extend(frame(0, b""));
+        wire.extend(frame(2, br#"{"metadata":{"k":["v"]}}"#));
+        let mut decoder = Decoder::new(Compression::Identity);
+        let mut frames = Vec::new();
+        for byte in &wire {
+            decoder.push(std::slice::from_ref(byte));
+            while let Some(frame) = decoder.next_frame().unwrap() {
+                frames.push(frame);
+            }
+        }
+        decoder.finish().unwrap();
+        assert_eq!(frames.len(), 3);
+        assert_eq!(frames[0], Frame::Message(Bytes::from_static(b"one")));
+        assert_eq!(frames[1], Frame::Message(Bytes::new()));
+        let Frame::End(end) = &frames[2] else {
+            panic!("expected end, got {:?}", frames[2])
+        };
+        assert_eq!(end.metadata.get("k"), Some(&vec!["v".to_owned()]));
+        assert!(decoder.is_ended());
+    }
+
+    #[test]
+    fn oversize_declared_length_is_refused_from_the_header_alone() {
+        let mut decoder = Decoder::new(Compression::Identity).with_max_message_size(10);
+        decoder.push(&[0, 0, 0, 0, 11]);
+        assert_eq!(
+            decoder.next_frame(),
+            Err(EnvelopeError::FrameTooLarge {
+                declared: 11,
+                max: 10
+            })
+        );
+        // The failure sticks.
+        assert!(decoder.next_frame().is_err());
+    }
+
+    #[test]
+    fn default_bound_is_sixteen_mebibytes() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push(&[0, 0x01, 0, 0, 1]);
+        assert_eq!(
+            decoder.next_frame(),
+            Err(EnvelopeError::FrameTooLarge {
+                declared: (16 << 20) + 1,
+                max: 16 << 20
+            })
+        );
+    }
+
+    #[test]
+    fn partial_frame_at_end_is_an_error() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push(&frame(0, b"abcdef")[..8]);
+        assert_eq!(decoder.next_frame(), Ok(None));
+        assert_eq!(
+            decoder.finish(),
+            Err(EnvelopeError::TruncatedFrame {
+                buffered: 8,
+                expected: 11
+            })
+        );
+    }
+
+    #[test]
+    fn partial_header_at_end_is_an_error() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push(&[0, 0]);
+        assert_eq!(
+            decoder.finish(),
+            Err(EnvelopeError::TruncatedFrame {
+                buffered: 2,
+                expected: 5
+            })
+        );
+    }
+
+    #[test]
+    fn compressed_frame_without_negotiation_is_refused() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push(&frame(1, &compression::gzip(b"x")));
+        assert_eq!(
+            decoder.next_frame(),
+            Err(EnvelopeError::UnexpectedCompression)
+        );
+    }
+
+    #[test]
+    fn gzip_frames_decode_when_negotiated() {
+        let mut decoder = Decoder::new(Compression::Gzip);
+        decoder.push(&frame(1, &compression::gzip(b"payload")));
+        decoder.push(&frame(
+            3,
+            &compression::gzip(br#"{"error":{"code":"internal"}}"#),
+        ));
+        assert_eq!(
+            decoder.next_frame().unwrap(),
+            Some(Frame::Message(Bytes::from_static(b"payload")))
+        );
+        let Some(Frame::End(end)) = decoder.next_frame().unwrap() else {
+            panic!("expected end")
+        };
+        assert_eq!(end.error.map(|e| e.code), Some(Code::Internal));
+    }
+
+    #[test]
+    fn decompression_is_bounded() {
+        let mut decoder = Decoder::new(Compression::Gzip).with_max_message_size(100);
+        decoder.push(&frame(1, &compression::gzip(&[7u8; 101])));
+        assert_eq!(
+            decoder.next_frame(),
+            Err(EnvelopeError::DecompressedTooLarge { max: 100 })
+        );
+    }
+
+    #[test]
+    fn reserved_flags_are_refused() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push(&frame(0x80, b""));
+        assert_eq!(
+            decoder.next_frame(),
+            Err(EnvelopeError::ReservedFlags(0x80))
+        );
+    }
+
+    #[test]
+    fn data_after_end_stream_is_refused() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push(&frame(2, b"{}"));
+        decoder.push(&frame(0, b"late"));
+        assert!(matches!(decoder.next_frame(), Ok(Some(Frame::End(_)))));
+        assert_eq!(decoder.next_frame(), Err(EnvelopeError::DataAfterEndStream));
+    }
+
+    #[test]
+    fn push_bytes_and_encoder_agree() {
+        let mut wire = BytesMut::new();
+        let encoder = Encoder::new(Compression::Identity);
+        encoder.encode(b"a", &mut wire).unwrap();
+        encoder.encode(&[9u8; 3000], &mut wire).unwrap();
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push_bytes(wire.freeze());
+        assert_eq!(
+            decoder.next_frame().unwrap(),
+            Some(Frame::Message(Bytes::from_static(b"a")))
+        );
+        assert_eq!(
+            decoder.next_frame().unwrap(),
+            Some(Frame::Message(Bytes::from(vec![9u8; 3000])))
+        );
+        assert_eq!(decoder.next_frame().unwrap(), None);
+    }
+}

@@ -1,0 +1,442 @@
+//! `CursorError`: every failure of this crate, classified for the host.
+
+use cursor_proto::ir::{ErrorInfo, ErrorKind};
+
+use crate::envelope::{Code, ConnectError, EnvelopeError};
+
+/// Next step shown for every authentication failure.
+pub const LOGIN_NEXT_STEP: &str = "run /login cursor";
+
+/// Why the backend refused a call it understood, where the message lets us tell.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The account's usage quota or spend limit is used up.
+    Quota,
+    /// `x-cursor-client-version` is below the backend's floor.
+    ClientVersionFloor,
+    /// Rate limited or out of capacity; retrying later may work.
+    Capacity,
+    /// The account is not entitled to this RPC or model.
+    Entitlement,
+    /// Any other refusal; the message says why.
+    Other,
+}
+
+impl Refusal {
+    /// What the user should do about this refusal.
+    pub const fn next_step(self) -> &'static str {
+        match self {
+            Self::Quota => {
+                "wait for the usage quota to reset, or raise the plan's limits at cursor.com/dashboard"
+            }
+            Self::ClientVersionFloor => {
+                "raise the client version (CURSOR_CLI_VERSION / x-cursor-client-version) to a current Cursor CLI release"
+            }
+            Self::Capacity => "Cursor is rate limiting or at capacity: wait a minute and retry",
+            Self::Entitlement => {
+                "this account is not entitled to this channel or model: switch CURSOR_PROVIDER_CHANNEL or the model"
+            }
+            Self::Other => "the server refused the request; its message says why",
+        }
+    }
+
+    /// Tells a refusal apart by the words of its message (there is no structured field for it).
+    fn from_text(text: &str) -> Option<Self> {
+        let text = text.to_ascii_lowercase();
+        let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
+        if has(&[
+            "update to the latest version",
+            "please update",
+            "client version",
+            "outdated",
+            "version is no longer supported",
+            "upgrade your client",
+        ]) {
+            Some(Self::ClientVersionFloor)
+        } else if has(&[
+            "quota",
+            "usage limit",
+            "usage-based",
+            "limit reached",
+            "out of credits",
+            "spend limit",
+            "hard limit",
+            "included usage",
+        ]) {
+            Some(Self::Quota)
+        } else if has(&[
+            "rate limit",
+            "too many requests",
+            "capacity",
+            "overloaded",
+            "try again later",
+            "temporarily unavailable",
+        ]) {
+            Some(Self::Capacity)
+        } else if has(&[
+            "not enabled for",
+            "not entitled",
+            "entitlement",
+            "not available on your plan",
+        ]) {
+            Some(Self::Entitlement)
+        } else {
+            None
+        }
+    }
+}
+
+/// A failed call: what went wrong, classified by [`ErrorKind`], with a next step for the user.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum CursorError {
+    /// The server answered with a Connect error: an end-of-stream error, a unary error body, or
+    /// a non-200 HTTP status (whose code then follows the Connect HTTP table).
+    #[error("server error {error}{}", http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Connect {
+        /// The error as the server sent it.
+        error: Box<ConnectError>,
+        /// The HTTP status when the response was not a 200.
+        http_status: Option<u16>,
+    },
+    /// The transport failed: connect refused, DNS, TLS, reset, GOAWAY with an error, a ping
+    /// without a pong, a stream cut off.
+    #[error("network failure: {message}")]
+    Network {
+        /// What failed.
+        message: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
+    /// The peer sent bytes in a shape this version does not understand (not the envelope layer).
+    #[error("protocol drift: {message}")]
+    ProtocolDrift {
+        /// What was unexpected.
+        message: String,
+    },
+    /// The envelope stream was malformed or refused.
+    #[error("malformed Connect stream: {0}")]
+    Envelope(#[from] EnvelopeError),
+    /// The origin is not on the allowlist; no socket was opened.
+    #[error("origin {origin:?} refused: {reason}")]
+    OriginRefused {
+        /// The origin as given.
+        origin: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// The request could not be built from the given configuration or input.
+    #[error("invalid request: {message}")]
+    InvalidRequest {
+        /// What was wrong.
+        message: String,
+    },
+    /// This client canceled the call.
+    #[error("call canceled")]
+    Canceled,
+}
+
+impl CursorError {
+    /// A network failure with an underlying cause.
+    pub fn network(
+        message: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self::Network {
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A network failure described only by `message`.
+    pub fn network_msg(message: impl Into<String>) -> Self {
+        Self::Network {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A protocol-drift failure.
+    pub fn drift(message: impl Into<String>) -> Self {
+        Self::ProtocolDrift {
+            message: message.into(),
+        }
+    }
+
+    /// A local invalid-request failure.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::InvalidRequest {
+            message: message.into(),
+        }
+    }
+
+    /// A failure carrying a Connect error, optionally from a non-200 response.
+    pub fn connect(error: ConnectError, http_status: Option<u16>) -> Self {
+        Self::Connect {
+            error: Box::new(error),
+            http_status,
+        }
+    }
+
+    /// The classification.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Connect { error, http_status } => classify(error, *http_status).0,
+            Self::Network { .. } => ErrorKind::Network,
+            Self::ProtocolDrift { .. } | Self::Envelope(_) => ErrorKind::ProtocolDrift,
+            Self::OriginRefused { .. } | Self::InvalidRequest { .. } | Self::Canceled => {
+                ErrorKind::Local
+            }
+        }
+    }
+
+    /// The Connect code, when the server sent or implied one.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            Self::Connect { error, .. } => Some(error.code),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of a non-200 response.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Connect { http_status, .. } => *http_status,
+            _ => None,
+        }
+    }
+
+    /// The Connect error the server sent, if any.
+    pub fn connect_error(&self) -> Option<&ConnectError> {
+        match self {
+            Self::Connect { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// For a [`ErrorKind::RemoteRefusal`], which kind of refusal it is.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            Self::Connect { error, http_status } => classify(error, *http_status).1,
+            _ => None,
+        }
+    }
+
+    /// What went wrong, for humans.
+    pub fn message(&self) -> String {
+        self.to_string()
+    }
+
+    /// What the user should do next.
+    pub fn next_step(&self) -> &'static str {
+        if let Some(refusal) = self.refusal() {
+            return refusal.next_step();
+        }
+        match self.kind() {
+            ErrorKind::Auth => LOGIN_NEXT_STEP,
+            ErrorKind::Network => "check the network connection and retry",
+            ErrorKind::ProtocolDrift => {
+                "upgrade the cursor crates: Cursor's backend answered in a shape this version does not understand"
+            }
+            _ => match self {
+                Self::OriginRefused { .. } => {
+                    "use an allowlisted origin (https://api2.cursor.sh, https://agent[n].[region.]api5.cursor.sh, or loopback http for tests)"
+                }
+                Self::Canceled => "nothing: the call was canceled on purpose",
+                _ => "fix the configuration or input named in the message",
+            },
+        }
+    }
+
+    /// The host-facing classified form.
+    pub fn to_info(&self) -> ErrorInfo {
+        ErrorInfo::new(self.kind(), self.message(), self.next_step())
+    }
+}
+
+impl From<CursorError> for ErrorInfo {
+    fn from(error: CursorError) -> Self {
+        error.to_info()
+    }
+}
+
+impl From<&CursorError> for ErrorInfo {
+    fn from(error: &CursorError) -> Self {
+        error.to_info()
+    }
+}
+
+/// Kind and refusal of a server error. Status 401/403 and the two auth codes mean "log in again"
+/// unless the text says the refusal is a version floor or a missing entitlement.
+fn classify(error: &ConnectError, http_status: Option<u16>) -> (ErrorKind, Option<Refusal>) {
+    let text = classification_text(error);
+    let refusal_text = Refusal::from_text(&text);
+    let auth_status = matches!(http_status, Some(401 | 403));
+    let auth_code = matches!(error.code, Code::Unauthenticated | Code::PermissionDenied);
+    if auth_status || auth_code {
+        return match refusal_text {
+            Some(r @ (Refusal::ClientVersionFloor | Refusal::Entitlement)) => {
+                (ErrorKind::RemoteRefusal, Some(r))
+            }
+            _ => (ErrorKind::Auth, None),
+        };
+    }
+    if http_status == Some(429) {
+        return (
+            ErrorKind::RemoteRefusal,
+            Some(refusal_text.unwrap_or(Refusal::Capacity)),
+        );
+    }
+    match error.code {
+        Code::ResourceExhausted => (
+            ErrorKind::RemoteRefusal,
+            Some(refusal_text.unwrap_or(Refusal::Other)),
+        ),
+        Code::Unavailable | Code::DeadlineExceeded | Code::Canceled => (ErrorKind::Network, None),
+        Code::Unimplemented => (ErrorKind::ProtocolDrift, None),
+        _ => (
+            ErrorKind::RemoteRefusal,
+            Some(refusal_text.unwrap_or(Refusal::Other)),
+        ),
+    }
+}
+
+/// The message plus any human-readable detail renderings (Cursor puts titles there).
+fn classification_text(error: &ConnectError) -> String {
+    let mut text = error.message.clone();
+    for detail in &error.details {
+        if let Some(debug) = &detail.debug {
+            text.push(' ');
+            text.push_str(&debug.to_string());
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(code: Code, message: &str, status: Option<u16>) -> CursorError {
+        CursorError::connect(ConnectError::new(code, message), status)
+    }
+
+    #[test]
+    fn auth_codes_and_statuses_ask_for_login() {
+        for err in [
+            remote(Code::Unauthenticated, "", None),
+            remote(Code::PermissionDenied, "denied", None),
+            remote(Code::Unknown, "", Some(401)),
+            remote(Code::Unknown, "", Some(403)),
+        ] {
+            assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
+            assert_eq!(err.next_step(), LOGIN_NEXT_STEP);
+        }
+    }
+
+    #[test]
+    fn resource_exhausted_splits_by_message() {
+        let floor = remote(
+            Code::ResourceExhausted,
+            "Please update to the latest version of Cursor at cursor.com/downloads to continue using the Agent",
+            None,
+        );
+        let quota = remote(
+            Code::ResourceExhausted,
+            "You have hit your usage limit",
+            None,
+        );
+        let capacity = remote(Code::ResourceExhausted, "Rate limit exceeded", None);
+        let vague = remote(Code::ResourceExhausted, "exhausted", None);
+        assert_eq!(floor.refusal(), Some(Refusal::ClientVersionFloor));
+        assert_eq!(quota.refusal(), Some(Refusal::Quota));
+        assert_eq!(capacity.refusal(), Some(Refusal::Capacity));
+        assert_eq!(vague.refusal(), Some(Refusal::Other));
+        let steps: std::collections::HashSet<_> = [&floor, &quota, &capacity, &vague]
+            .iter()
+            .map(|e| e.next_step())
+            .collect();
+        assert_eq!(steps.len(), 4, "each refusal has its own next step");
+        for err in [floor, quota, capacity, vague] {
+            assert_eq!(err.kind(), ErrorKind::RemoteRefusal);
+        }
+    }
+
+    #[test]
+    fn version_floor_in_detail_debug_is_found() {
+        let mut error = ConnectError::new(Code::ResourceExhausted, "Error");
+        error.details.push(crate::envelope::ErrorDetail {
+            type_name: "aiserver.v1.ErrorDetails".into(),
+            value: bytes::Bytes::new(),
+            debug: Some(
+                serde_json::json!({"title": "Please update to the latest version of Cursor"}),
+            ),
+        });
+        assert_eq!(
+            CursorError::connect(error, None).refusal(),
+            Some(Refusal::ClientVersionFloor)
+        );
+    }
+
+    #[test]
+    fn permission_denied_entitlement_is_a_refusal_not_auth() {
+        let err = remote(
+            Code::PermissionDenied,
+            "RunInference is not enabled for this account",
+            None,
+        );
+        assert_eq!(err.kind(), ErrorKind::RemoteRefusal);
+        assert_eq!(err.refusal(), Some(Refusal::Entitlement));
+    }
+
+    #[test]
+    fn transport_codes_are_network_and_unimplemented_is_drift() {
+        assert_eq!(
+            remote(Code::Unavailable, "", None).kind(),
+            ErrorKind::Network
+        );
+        assert_eq!(
+            remote(Code::Unavailable, "", Some(503)).kind(),
+            ErrorKind::Network
+        );
+        assert_eq!(
+            remote(Code::DeadlineExceeded, "", None).kind(),
+            ErrorKind::Network
+        );
+        assert_eq!(
+            remote(Code::Unimplemented, "", Some(404)).kind(),
+            ErrorKind::ProtocolDrift
+        );
+        assert_eq!(
+            remote(Code::Unavailable, "", Some(429)).refusal(),
+            Some(Refusal::Capacity)
+        );
+    }
+
+    #[test]
+    fn local_and_drift_variants_classify() {
+        assert_eq!(
+            CursorError::from(EnvelopeError::UnexpectedCompression).kind(),
+            ErrorKind::ProtocolDrift
+        );
+        assert_eq!(CursorError::drift("x").kind(), ErrorKind::ProtocolDrift);
+        assert_eq!(CursorError::network_msg("reset").kind(), ErrorKind::Network);
+        assert_eq!(CursorError::invalid("bad").kind(), ErrorKind::Local);
+        assert_eq!(CursorError::Canceled.kind(), ErrorKind::Local);
+    }
+
+    #[test]
+    fn error_info_carries_kind_message_and_step() {
+        let info = ErrorInfo::from(remote(Code::Unauthenticated, "expired", Some(401)));
+        assert_eq!(info.kind, ErrorKind::Auth);
+        assert!(
+            info.message.contains("unauthenticated: expired"),
+            "{}",
+            info.message
+        );
+        assert!(info.message.contains("HTTP 401"), "{}", info.message);
+        assert_eq!(info.next_step, LOGIN_NEXT_STEP);
+    }
+}

@@ -1,0 +1,223 @@
+//! The listener, its connections, and how requests are routed to the script or the handler.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+};
+
+use bytes::{Bytes, BytesMut};
+use http::{Request, Response};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::mpsc,
+    task::JoinSet,
+};
+
+use super::call::{ConnCommand, ServerCall};
+use crate::{headers::CONTENT_TYPE_STREAM, origin::Origin};
+
+/// Answers a non-streaming request (unary Connect or plain HTTP) with a whole response.
+pub type Handler = Arc<dyn Fn(Request<Bytes>) -> Response<Bytes> + Send + Sync>;
+
+/// Configures a [`TestServer`].
+#[must_use]
+#[derive(Default)]
+pub struct TestServerBuilder {
+    max_concurrent_streams: Option<u32>,
+    handler: Option<Handler>,
+}
+
+impl std::fmt::Debug for TestServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestServerBuilder")
+            .field("max_concurrent_streams", &self.max_concurrent_streams)
+            .field("handler", &self.handler.is_some())
+            .finish()
+    }
+}
+
+impl TestServerBuilder {
+    /// Advertises `SETTINGS_MAX_CONCURRENT_STREAMS` (unlimited by default).
+    pub fn max_concurrent_streams(mut self, max: u32) -> Self {
+        self.max_concurrent_streams = Some(max);
+        self
+    }
+
+    /// Answers every request that is not `application/connect+proto` with `handler`
+    /// (without a handler they arrive through [`TestServer::accept`] like streams).
+    pub fn handler(
+        mut self,
+        handler: impl Fn(Request<Bytes>) -> Response<Bytes> + Send + Sync + 'static,
+    ) -> Self {
+        self.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Binds `127.0.0.1:0` and starts serving.
+    pub async fn start(self) -> std::io::Result<TestServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let (calls_tx, calls) = mpsc::unbounded_channel();
+        let stats = Arc::new(Stats::default());
+        let accept_stats = Arc::clone(&stats);
+        let settings = Arc::new(self);
+        let task = tokio::spawn(async move {
+            let mut connections = JoinSet::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                accept_stats.connections.fetch_add(1, Ordering::AcqRel);
+                connections.spawn(serve_connection(
+                    tcp,
+                    Arc::clone(&settings),
+                    calls_tx.clone(),
+                    Arc::clone(&accept_stats),
+                ));
+            }
+        });
+        Ok(TestServer {
+            addr,
+            calls,
+            stats,
+            task,
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    connections: AtomicUsize,
+    requests: AtomicUsize,
+}
+
+/// A loopback h2c Connect server scripted by the test. Dropping it stops the server and
+/// closes every connection.
+#[derive(Debug)]
+pub struct TestServer {
+    addr: SocketAddr,
+    calls: mpsc::UnboundedReceiver<ServerCall>,
+    stats: Arc<Stats>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TestServer {
+    /// Starts a server with default settings.
+    pub async fn start() -> std::io::Result<Self> {
+        TestServerBuilder::default().start().await
+    }
+
+    /// A builder for non-default settings.
+    pub fn builder() -> TestServerBuilder {
+        TestServerBuilder::default()
+    }
+
+    /// The server's origin (`http://127.0.0.1:<port>`).
+    pub fn origin(&self) -> Origin {
+        Origin::loopback(self.addr.port())
+    }
+
+    /// The bound socket address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The next call a client opened, in arrival order; `None` once the server stopped.
+    pub async fn accept(&mut self) -> Option<ServerCall> {
+        self.calls.recv().await
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.stats.connections.load(Ordering::Acquire)
+    }
+
+    /// Requests (streams) received so far, over all connections.
+    pub fn requests(&self) -> usize {
+        self.stats.requests.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        // Dropping the JoinSet inside the task aborts every connection task.
+        self.task.abort();
+    }
+}
+
+async fn serve_connection(
+    tcp: TcpStream,
+    settings: Arc<TestServerBuilder>,
+    calls: mpsc::UnboundedSender<ServerCall>,
+    stats: Arc<Stats>,
+) {
+    let mut builder = h2::server::Builder::new();
+    // Tests buffer many small frames on many streams before reading them; h2's flood guard
+    // would otherwise close the connection with ENHANCE_YOUR_CALM.
+    builder
+        .data_frame_budget(64 << 20)
+        .initial_connection_window_size(8 << 20);
+    if let Some(max) = settings.max_concurrent_streams {
+        builder.max_concurrent_streams(max);
+    }
+    let Ok(mut conn) = builder.handshake::<_, Bytes>(tcp).await else {
+        return;
+    };
+    let (commands, mut command_rx) = mpsc::unbounded_channel();
+    loop {
+        tokio::select! {
+            request = conn.accept() => {
+                let Some(Ok((request, respond))) = request else { return };
+                stats.requests.fetch_add(1, Ordering::AcqRel);
+                let is_stream = crate::client::body::media_type(request.headers()) == CONTENT_TYPE_STREAM;
+                match (&settings.handler, is_stream) {
+                    (Some(handler), false) => {
+                        tokio::spawn(answer_with_handler(Arc::clone(handler), request, respond));
+                    }
+                    _ => {
+                        let _ = calls.send(ServerCall::new(request, respond, commands.clone()));
+                    }
+                }
+            }
+            command = command_rx.recv() => match command {
+                Some(ConnCommand::GoAway(done)) => {
+                    conn.graceful_shutdown();
+                    let _ = done.send(());
+                }
+                Some(ConnCommand::GoAwayWithError) => conn.abrupt_shutdown(h2::Reason::INTERNAL_ERROR),
+                // Dropping the connection closes the socket under every stream on it.
+                Some(ConnCommand::Sever) | None => return,
+                Some(ConnCommand::Stall) => {
+                    // Stop reading and writing (no PONG, no frames) but keep the socket open.
+                    while let Some(command) = command_rx.recv().await {
+                        if matches!(command, ConnCommand::Sever) {
+                            return;
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn answer_with_handler(
+    handler: Handler,
+    request: Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+) {
+    let (parts, mut body) = request.into_parts();
+    let mut collected = BytesMut::new();
+    while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        collected.extend_from_slice(&chunk);
+    }
+    let response = handler(Request::from_parts(parts, collected.freeze()));
+    let (parts, body) = response.into_parts();
+    let end_now = body.is_empty();
+    if let Ok(mut send) = respond.send_response(Response::from_parts(parts, ()), end_now)
+        && !end_now
+    {
+        let _ = crate::client::body::send_all(&mut send, body, true).await;
+    }
+}

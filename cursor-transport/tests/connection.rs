@@ -1,0 +1,210 @@
+//! T-TRANS: connection sharing, GOAWAY, keepalive, dialing failures.
+
+use std::time::Duration;
+
+use cursor_proto::ir::ErrorKind;
+use cursor_transport::{Client, ClientConfig, Origin, RequestHeaders, testing::TestServer};
+
+const PATH: &str = "/test.v1.Echo/Chat";
+
+async fn within<T>(future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .expect("test step timed out")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_streams_share_one_connection() {
+    let mut server = TestServer::start().await.unwrap();
+    let client = Client::new().unwrap();
+    let origin = server.origin();
+    let mut calls = Vec::new();
+    for i in 0..200u32 {
+        let mut call = client
+            .bidi(&origin, PATH, RequestHeaders::new())
+            .await
+            .unwrap();
+        call.send(&i.to_be_bytes()).await.unwrap();
+        call.close_send().unwrap();
+        calls.push(call);
+    }
+    // Every stream is open at once before any is answered.
+    let mut incoming = Vec::new();
+    for _ in 0..200 {
+        incoming.push(within(server.accept()).await.unwrap());
+    }
+    let servers = tokio::spawn(async move {
+        for mut call in incoming {
+            let msg = call.recv().await.unwrap().unwrap();
+            call.send(&msg).await.unwrap();
+            call.finish_ok().await.unwrap();
+        }
+    });
+    let clients: Vec<_> = calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut call)| {
+            tokio::spawn(async move {
+                let got = call.recv().await.unwrap().unwrap();
+                assert_eq!(got.as_ref(), &u32::try_from(i).unwrap().to_be_bytes());
+                assert_eq!(call.recv().await.unwrap(), None);
+            })
+        })
+        .collect();
+    for handle in clients {
+        within(handle).await.unwrap();
+    }
+    within(servers).await.unwrap();
+    assert_eq!(server.connections(), 1);
+    assert_eq!(server.requests(), 200);
+}
+
+#[tokio::test]
+async fn goaway_moves_new_streams_to_a_new_connection_without_replaying_in_flight_ones() {
+    let mut server = TestServer::start().await.unwrap();
+    let client = Client::new().unwrap();
+    let mut first = client
+        .bidi(&server.origin(), PATH, RequestHeaders::new())
+        .await
+        .unwrap();
+    first.send(b"in flight").await.unwrap();
+    let mut first_incoming = within(server.accept()).await.unwrap();
+    assert_eq!(
+        within(first_incoming.recv()).await.unwrap().as_deref(),
+        Some(b"in flight".as_slice())
+    );
+
+    first_incoming.goaway().await;
+    // Frames are ordered: once this arrives, the client has seen the GOAWAY.
+    first_incoming.send(b"after goaway").await.unwrap();
+    assert_eq!(
+        within(first.recv()).await.unwrap().as_deref(),
+        Some(b"after goaway".as_slice())
+    );
+
+    let mut second = client
+        .bidi(&server.origin(), PATH, RequestHeaders::new())
+        .await
+        .unwrap();
+    second.send(b"new").await.unwrap();
+    let mut second_incoming = within(server.accept()).await.unwrap();
+    assert_eq!(
+        within(second_incoming.recv()).await.unwrap().as_deref(),
+        Some(b"new".as_slice())
+    );
+    assert_eq!(
+        server.connections(),
+        2,
+        "the new stream went to a new connection"
+    );
+
+    // The in-flight stream finishes on the old connection and was never sent again.
+    first.send(b"still here").await.unwrap();
+    assert_eq!(
+        within(first_incoming.recv()).await.unwrap().as_deref(),
+        Some(b"still here".as_slice())
+    );
+    first_incoming.finish_ok().await.unwrap();
+    assert_eq!(within(first.recv()).await.unwrap(), None);
+    second_incoming.finish_ok().await.unwrap();
+    assert_eq!(within(second.recv()).await.unwrap(), None);
+    assert_eq!(server.requests(), 2, "no request was replayed");
+}
+
+#[tokio::test]
+async fn goaway_with_error_fails_the_in_flight_stream_as_network() {
+    let mut server = TestServer::start().await.unwrap();
+    let client = Client::new().unwrap();
+    let mut call = client
+        .bidi(&server.origin(), PATH, RequestHeaders::new())
+        .await
+        .unwrap();
+    let incoming = within(server.accept()).await.unwrap();
+    incoming.goaway_with_error();
+    let err = within(call.recv()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network, "{err}");
+    // A later call dials again.
+    let mut again = client
+        .bidi(&server.origin(), PATH, RequestHeaders::new())
+        .await
+        .unwrap();
+    within(server.accept())
+        .await
+        .unwrap()
+        .finish_ok()
+        .await
+        .unwrap();
+    assert_eq!(within(again.recv()).await.unwrap(), None);
+    assert_eq!(server.connections(), 2);
+}
+
+#[tokio::test]
+async fn a_peer_that_stops_answering_pings_is_a_network_error() {
+    let mut server = TestServer::start().await.unwrap();
+    let mut config = ClientConfig::default();
+    config.ping_interval = Duration::from_millis(100);
+    config.ping_timeout = Duration::from_millis(300);
+    let client = Client::with_config(config).unwrap();
+    let mut call = client
+        .bidi(&server.origin(), PATH, RequestHeaders::new())
+        .await
+        .unwrap();
+    let mut incoming = within(server.accept()).await.unwrap();
+    incoming.send(b"alive").await.unwrap();
+    assert!(within(call.recv()).await.unwrap().is_some());
+    // Pings are answered while the peer is alive.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    incoming.stall_connection();
+    let err = within(call.recv()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network, "{err}");
+    assert!(err.to_string().contains("PONG"), "{err}");
+}
+
+#[tokio::test]
+async fn a_healthy_idle_stream_survives_many_ping_rounds() {
+    let mut server = TestServer::start().await.unwrap();
+    let mut config = ClientConfig::default();
+    config.ping_interval = Duration::from_millis(50);
+    // Generous: a loaded CI box must not turn a slow PONG into a false failure.
+    config.ping_timeout = Duration::from_secs(5);
+    let client = Client::with_config(config).unwrap();
+    let mut call = client
+        .bidi(&server.origin(), PATH, RequestHeaders::new())
+        .await
+        .unwrap();
+    let incoming = within(server.accept()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    incoming.finish_ok().await.unwrap();
+    assert_eq!(within(call.recv()).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_network_error() {
+    // Bind and drop to find a port nobody listens on.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let client = Client::new().unwrap();
+    let err = client
+        .bidi(&Origin::loopback(port), PATH, RequestHeaders::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network, "{err}");
+}
+
+#[tokio::test]
+async fn refused_origins_never_reach_a_socket() {
+    let client = Client::new().unwrap();
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("https://cursor.com/auth/poll")
+        .body(bytes::Bytes::new())
+        .unwrap();
+    let err = client.send_http(request).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Local, "{err}");
+    assert!(matches!(
+        err,
+        cursor_transport::CursorError::OriginRefused { .. }
+    ));
+}

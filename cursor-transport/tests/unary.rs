@@ -1,0 +1,136 @@
+//! T-TRANS: unary Connect calls and plain HTTP requests.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use cursor_proto::ir::ErrorKind;
+use cursor_transport::{
+    Client, RequestHeaders,
+    envelope::{Code, ConnectError},
+    testing::TestServer,
+};
+
+async fn within<T>(future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .expect("test step timed out")
+}
+
+#[tokio::test]
+async fn unary_call_sends_bare_proto_and_returns_the_body() {
+    let mut server = TestServer::start().await.unwrap();
+    let client = Client::new().unwrap();
+    let origin = server.origin();
+    let call = tokio::spawn(async move {
+        client
+            .unary_message::<String, String>(
+                &origin,
+                "/aiserver.v1.AiService/AvailableModels",
+                RequestHeaders::new(),
+                &"q".to_owned(),
+            )
+            .await
+    });
+    let mut incoming = within(server.accept()).await.unwrap();
+    assert_eq!(incoming.header("content-type"), Some("application/proto"));
+    assert_eq!(incoming.header("connect-protocol-version"), Some("1"));
+    let body = within(incoming.read_body()).await.unwrap();
+    assert_eq!(
+        body,
+        Bytes::from(prost::Message::encode_to_vec(&"q".to_owned()))
+    );
+    incoming
+        .respond_unary(prost::Message::encode_to_vec(&"answer".to_owned()))
+        .await
+        .unwrap();
+    assert_eq!(within(call).await.unwrap().unwrap(), "answer");
+}
+
+#[tokio::test]
+async fn unary_error_body_is_classified() {
+    let cases = [
+        (
+            403,
+            ConnectError::new(Code::PermissionDenied, "token revoked"),
+            ErrorKind::Auth,
+        ),
+        (
+            429,
+            ConnectError::new(Code::ResourceExhausted, "quota exceeded"),
+            ErrorKind::RemoteRefusal,
+        ),
+        (
+            503,
+            ConnectError::new(Code::Unavailable, "try elsewhere"),
+            ErrorKind::Network,
+        ),
+    ];
+    let mut server = TestServer::start().await.unwrap();
+    let client = Client::new().unwrap();
+    for (status, error, kind) in cases {
+        let origin = server.origin();
+        let client = client.clone();
+        let call = tokio::spawn(async move {
+            client
+                .unary(&origin, "/x.v1.S/M", RequestHeaders::new(), Bytes::new())
+                .await
+        });
+        let incoming = within(server.accept()).await.unwrap();
+        incoming.respond_unary_error(status, &error).await.unwrap();
+        let err = within(call).await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), kind, "{err}");
+        assert_eq!(err.http_status(), Some(status));
+        assert_eq!(err.code(), Some(error.code));
+    }
+}
+
+#[tokio::test]
+async fn send_http_goes_through_the_handler() {
+    let server = TestServer::builder()
+        .handler(|request| {
+            let body = format!(
+                "{} {} {}",
+                request.method(),
+                request.uri().path(),
+                String::from_utf8_lossy(request.body())
+            );
+            http::Response::builder()
+                .status(202)
+                .header("content-type", "text/plain")
+                .body(Bytes::from(body))
+                .unwrap()
+        })
+        .start()
+        .await
+        .unwrap();
+    let client = Client::new().unwrap();
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("{}/auth/poll?uuid=1", server.origin()))
+        .header("content-type", "application/json")
+        .body(Bytes::from_static(b"{}"))
+        .unwrap();
+    let response = within(client.send_http(request)).await.unwrap();
+    assert_eq!(response.status(), 202);
+    assert_eq!(response.body(), &Bytes::from_static(b"POST /auth/poll {}"));
+}
+
+#[tokio::test]
+async fn send_http_returns_error_statuses_as_responses() {
+    let server = TestServer::builder()
+        .handler(|_| {
+            http::Response::builder()
+                .status(401)
+                .body(Bytes::from_static(b"no"))
+                .unwrap()
+        })
+        .start()
+        .await
+        .unwrap();
+    let client = Client::new().unwrap();
+    let request = http::Request::get(format!("{}/auth/me", server.origin()))
+        .body(Bytes::new())
+        .unwrap();
+    let response = within(client.send_http(request)).await.unwrap();
+    assert_eq!(response.status(), 401);
+}
