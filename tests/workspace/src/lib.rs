@@ -31,7 +31,10 @@ pub const HOST_CRATE_PREFIXES: &[&str] = &["napi", "neon", "node-bindgen", "node
 pub const HOST_NEUTRAL_MAX_LAYER: u8 = 5;
 
 fn layer_of(name: &str) -> Option<u8> {
-    LAYERS.iter().find(|(crate_name, _)| *crate_name == name).map(|(_, layer)| *layer)
+    LAYERS
+        .iter()
+        .find(|(crate_name, _)| *crate_name == name)
+        .map(|(_, layer)| *layer)
 }
 
 /// Checks `cargo metadata --format-version 1` output and returns every rule it breaks.
@@ -45,10 +48,16 @@ pub fn layering_violations(metadata: &serde_json::Value) -> Vec<String> {
 
     // Direct edges of every kind (normal, build, dev) must point strictly down.
     for package in &packages {
-        let Some(name) = package["name"].as_str() else { continue };
-        let Some(layer) = layer_of(name) else { continue };
+        let Some(name) = package["name"].as_str() else {
+            continue;
+        };
+        let Some(layer) = layer_of(name) else {
+            continue;
+        };
         for dep in package["dependencies"].as_array().into_iter().flatten() {
-            let Some(dep_name) = dep["name"].as_str() else { continue };
+            let Some(dep_name) = dep["name"].as_str() else {
+                continue;
+            };
             let kind = dep["kind"].as_str().unwrap_or("normal");
             if dep_name == name {
                 continue; // a self dev-dependency only turns on test features
@@ -61,28 +70,42 @@ pub fn layering_violations(metadata: &serde_json::Value) -> Vec<String> {
                     ));
                 }
             } else if dep_name.starts_with("cursor-") {
-                violations.push(format!("{name} depends on unlayered workspace crate {dep_name}"));
+                violations.push(format!(
+                    "{name} depends on unlayered workspace crate {dep_name}"
+                ));
             }
         }
     }
 
     // The non-dev closure of L0–L5 must not reach a host crate.
     let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for node in metadata["resolve"]["nodes"].as_array().into_iter().flatten() {
-        let Some(id) = node["id"].as_str() else { continue };
+    for node in metadata["resolve"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let Some(id) = node["id"].as_str() else {
+            continue;
+        };
         let targets = node["deps"]
             .as_array()
             .into_iter()
             .flatten()
             .filter(|d| {
-                d["dep_kinds"].as_array().into_iter().flatten().any(|k| k["kind"].as_str() != Some("dev"))
+                d["dep_kinds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["kind"].as_str() != Some("dev"))
             })
             .filter_map(|d| d["pkg"].as_str().map(str::to_owned))
             .collect();
         edges.insert(id.to_owned(), targets);
     }
     for (id, name) in &names {
-        let Some(layer) = layer_of(name) else { continue };
+        let Some(layer) = layer_of(name) else {
+            continue;
+        };
         if layer > HOST_NEUTRAL_MAX_LAYER {
             continue;
         }
@@ -93,7 +116,10 @@ pub fn layering_violations(metadata: &serde_json::Value) -> Vec<String> {
                 continue;
             }
             if let Some(dep_name) = names.get(&next) {
-                if HOST_CRATE_PREFIXES.iter().any(|prefix| dep_name.starts_with(prefix)) {
+                if HOST_CRATE_PREFIXES
+                    .iter()
+                    .any(|prefix| dep_name.starts_with(prefix))
+                {
                     violations.push(format!(
                         "{name} (L{layer}) reaches host crate {dep_name}: L0–L5 must know nothing of pi or Node"
                     ));
@@ -110,7 +136,9 @@ pub fn rust_sources(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             let name = entry.file_name();
@@ -161,7 +189,9 @@ pub fn spawn_lines(text: &str) -> Vec<(usize, String)> {
 pub fn host_is_allowed(host: &str) -> bool {
     let host = host.to_ascii_lowercase();
     let reserved = ["example.com", "example.org", "example.net"].contains(&host.as_str())
-        || [".example", ".test", ".invalid"].iter().any(|tld| host.ends_with(tld));
+        || [".example", ".test", ".invalid"]
+            .iter()
+            .any(|tld| host.ends_with(tld));
     reserved
         || host == "cursor.sh"
         || host.ends_with(".cursor.sh")
@@ -185,7 +215,9 @@ pub fn hosts_named(text: &str) -> Vec<(usize, String)> {
             let after = &rest[at + 3..];
             if scheme == "http" || scheme == "https" {
                 let end = after
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':')))
+                    .find(|c: char| {
+                        !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'))
+                    })
                     .unwrap_or(after.len());
                 let authority = &after[..end];
                 // Drop a port, but keep bracketed IPv6 intact.
@@ -206,5 +238,8 @@ pub fn hosts_named(text: &str) -> Vec<(usize, String)> {
 
 /// The workspace root (two levels above this crate).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
 }

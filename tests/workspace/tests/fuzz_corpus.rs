@@ -24,9 +24,18 @@ fn name(path: &Path) -> String {
 
 /// Every fuzz target with the function its corpus replays through.
 const TARGETS: &[(&str, fn(&[u8]))] = &[
-    ("selected_context_blob", cursor_proto::fuzzing::selected_context_blob),
-    ("envelope_decoder", cursor_transport::fuzzing::envelope_decoder),
-    ("end_stream_json", cursor_transport::fuzzing::end_stream_json),
+    (
+        "selected_context_blob",
+        cursor_proto::fuzzing::selected_context_blob,
+    ),
+    (
+        "envelope_decoder",
+        cursor_transport::fuzzing::envelope_decoder,
+    ),
+    (
+        "end_stream_json",
+        cursor_transport::fuzzing::end_stream_json,
+    ),
     ("agent_run", cursor_agent::fuzzing::fuzz_one),
 ];
 
@@ -48,6 +57,9 @@ fn every_fuzz_target_has_a_replayed_corpus() {
         .collect();
     assert!(!bins.is_empty());
     for bin in bins {
-        assert!(TARGETS.iter().any(|(t, _)| *t == bin), "fuzz target {bin} has no corpus replay");
+        assert!(
+            TARGETS.iter().any(|(t, _)| *t == bin),
+            "fuzz target {bin} has no corpus replay"
+        );
     }
 }

@@ -12,14 +12,22 @@ fn cargo_metadata() -> serde_json::Value {
         .current_dir(workspace_root())
         .output()
         .expect("run cargo metadata");
-    assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).expect("metadata is JSON")
 }
 
 #[test]
 fn workspace_dependencies_point_down_and_stay_host_neutral() {
     let violations = layering_violations(&cargo_metadata());
-    assert!(violations.is_empty(), "layering violations:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "layering violations:\n{}",
+        violations.join("\n")
+    );
 }
 
 #[test]
@@ -32,7 +40,10 @@ fn every_layered_crate_is_a_workspace_member() {
         .filter_map(|p| p["name"].as_str())
         .collect();
     for (name, _) in workspace_checks::LAYERS {
-        assert!(members.contains(name), "{name} is missing from the workspace");
+        assert!(
+            members.contains(name),
+            "{name} is missing from the workspace"
+        );
     }
 }
 
@@ -91,6 +102,10 @@ fn a_transitive_node_crate_below_l6_is_reported() {
         ]},
     });
     let violations = layering_violations(&metadata);
-    assert_eq!(violations.len(), 1, "only the L5 crate breaks the rule: {violations:?}");
+    assert_eq!(
+        violations.len(),
+        1,
+        "only the L5 crate breaks the rule: {violations:?}"
+    );
     assert!(violations[0].contains("cursor-catalog (L5) reaches host crate napi"));
 }

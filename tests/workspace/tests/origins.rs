@@ -7,7 +7,11 @@ fn source_names_only_allowlisted_hosts() {
     let root = workspace_root();
     let mut offenders = Vec::new();
     for path in rust_sources(&root) {
-        let relative = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+        let relative = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         if relative.starts_with("tests/workspace/") {
             continue; // this checker's own fixtures name forbidden hosts on purpose
         }
@@ -18,7 +22,11 @@ fn source_names_only_allowlisted_hosts() {
             }
         }
     }
-    assert!(offenders.is_empty(), "hosts outside the allowlist:\n{}", offenders.join("\n"));
+    assert!(
+        offenders.is_empty(),
+        "hosts outside the allowlist:\n{}",
+        offenders.join("\n")
+    );
 }
 
 #[test]
@@ -26,7 +34,10 @@ fn host_extraction_handles_ports_paths_and_ipv6() {
     let text = r#"let a = "https://api2.cursor.sh/auth/poll"; let b = "http://127.0.0.1:8080/x";
 let c = "http://[::1]:9/"; let d = "https://evil.example.net";"#;
     let hosts: Vec<String> = hosts_named(text).into_iter().map(|(_, h)| h).collect();
-    assert_eq!(hosts, ["api2.cursor.sh", "127.0.0.1", "[::1]", "evil.example.net"]);
+    assert_eq!(
+        hosts,
+        ["api2.cursor.sh", "127.0.0.1", "[::1]", "evil.example.net"]
+    );
     assert!(host_is_allowed("agentn.us.api5.cursor.sh"));
     assert!(!host_is_allowed("evil.example.net"));
     assert!(!host_is_allowed("cursor.sh.evil.net"));

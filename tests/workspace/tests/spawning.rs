@@ -13,7 +13,11 @@ fn only_cursor_identity_spawns_processes() {
     let root = workspace_root();
     let mut offenders = Vec::new();
     for path in rust_sources(&root) {
-        let relative = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+        let relative = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         if relative == SPAWN_MODULE || relative.starts_with("tests/") {
             continue;
         }
@@ -22,20 +26,44 @@ fn only_cursor_identity_spawns_processes() {
             offenders.push(format!("{relative}:{line}: {code}"));
         }
     }
-    assert!(offenders.is_empty(), "process spawning outside cursor-identity:\n{}", offenders.join("\n"));
+    assert!(
+        offenders.is_empty(),
+        "process spawning outside cursor-identity:\n{}",
+        offenders.join("\n")
+    );
 }
 
 #[test]
 fn the_spawn_module_starts_processes_only_from_the_table() {
     let text = std::fs::read_to_string(workspace_root().join(SPAWN_MODULE)).unwrap();
-    let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
-    let sites: Vec<&&str> = code.iter().filter(|l| l.contains("Command::new(")).collect();
+    let code: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect();
+    let sites: Vec<&&str> = code
+        .iter()
+        .filter(|l| l.contains("Command::new("))
+        .collect();
     assert_eq!(sites.len(), 1, "exactly one spawn site, found {sites:?}");
     // The program comes from a table entry, never from a literal or caller input.
-    assert!(sites[0].contains("Command::new(program)"), "spawn site: {}", sites[0]);
-    assert!(code.iter().any(|l| l.contains("let program = command.program()")), "program must come from the entry");
-    assert!(code.iter().any(|l| l.contains("if !is_allowed(command)")), "entry must be checked before spawning");
-    assert!(code.iter().any(|l| l.contains(".env_clear()")), "children must get an empty environment");
+    assert!(
+        sites[0].contains("Command::new(program)"),
+        "spawn site: {}",
+        sites[0]
+    );
+    assert!(
+        code.iter()
+            .any(|l| l.contains("let program = command.program()")),
+        "program must come from the entry"
+    );
+    assert!(
+        code.iter().any(|l| l.contains("if !is_allowed(command)")),
+        "entry must be checked before spawning"
+    );
+    assert!(
+        code.iter().any(|l| l.contains(".env_clear()")),
+        "children must get an empty environment"
+    );
     assert!(
         text.contains("ALLOWED_COMMANDS"),
         "the runner must check entries against the table"
@@ -45,6 +73,9 @@ fn the_spawn_module_starts_processes_only_from_the_table() {
 #[test]
 fn the_scanner_sees_each_spawn_form_and_ignores_comments() {
     let source = "use std::process::Command;\n// Command::new in a comment\nlet c = tokio::process::Command::new(x);\nlet pid = std::process::id();\nuse std::process::{Stdio, id};\n";
-    let lines: Vec<usize> = spawn_lines(source).into_iter().map(|(line, _)| line).collect();
+    let lines: Vec<usize> = spawn_lines(source)
+        .into_iter()
+        .map(|(line, _)| line)
+        .collect();
     assert_eq!(lines, vec![1, 3, 5]);
 }
