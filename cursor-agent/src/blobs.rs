@@ -16,6 +16,11 @@ impl BlobId {
         Self(Sha256::digest(data).into())
     }
 
+    /// An id from its raw 32 bytes.
+    pub const fn from_array(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
     /// Reads an id off the wire; `None` unless it is exactly 32 bytes.
     pub fn from_slice(bytes: &[u8]) -> Option<Self> {
         bytes.try_into().ok().map(Self)

@@ -87,6 +87,9 @@ pub struct Timers {
     pub idle_timeout: Duration,
     /// Quiet time after the last `mcp_args` of a burst before the leg ends with `ToolUse` (150 ms).
     pub tool_call_debounce: Duration,
+    /// How often each translated native exec parked on a host tool call gets an
+    /// `ExecClientHeartbeat{id}` (3 s), so a long host-side run never trips a per-exec timeout.
+    pub exec_heartbeat_interval: Duration,
 }
 
 impl Default for Timers {
@@ -96,6 +99,7 @@ impl Default for Timers {
             first_frame_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
             tool_call_debounce: Duration::from_millis(150),
+            exec_heartbeat_interval: Duration::from_secs(3),
         }
     }
 }
@@ -152,6 +156,10 @@ mod tests {
         assert_eq!(config.timers.heartbeat_interval, Duration::from_secs(15));
         assert_eq!(config.timers.idle_timeout, Duration::from_secs(120));
         assert_eq!(config.timers.first_frame_timeout, Duration::from_secs(30));
+        assert_eq!(
+            config.timers.exec_heartbeat_interval,
+            Duration::from_secs(3)
+        );
         assert_eq!(config.limits.blob_store_capacity, 64 * 1024 * 1024);
         assert_eq!(config.limits.miss_budget, 8);
         assert!(!config.resume);

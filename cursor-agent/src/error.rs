@@ -188,6 +188,9 @@ pub enum StreamOutcome {
     Ok,
     /// The stream ended with a classified error (Connect error, HTTP status, transport failure).
     Err(ErrorInfo),
+    /// The server answered Connect `not_found`: the remote conversation is gone. On a resumed
+    /// Run this is a stale resume ([`AgentError::StaleResume`]); otherwise like [`Self::Err`].
+    NotFound(ErrorInfo),
 }
 
 #[cfg(test)]

@@ -42,6 +42,14 @@ pub enum ExecOutcome {
     Thrown,
     /// `request_context` answered with the workspace paths and tool list only.
     ContextReported,
+    /// A native request translated into a call of the host tool `tool`; the host's result will
+    /// be encoded back into the native result shape.
+    Translated {
+        /// The id of the [`ToolCall`](cursor_proto::ir::ToolCall) handed to the host.
+        tool_call_id: String,
+        /// The host tool chosen by capability.
+        tool: String,
+    },
     /// Lifted to a host tool call; the host's result will answer it.
     HostToolCall {
         /// The id of the [`ToolCall`](cursor_proto::ir::ToolCall) handed to the host.

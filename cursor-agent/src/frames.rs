@@ -40,6 +40,11 @@ fn control(message: Control) -> AgentClientMessage {
     }))
 }
 
+/// `ExecClientHeartbeat{id}`: keeps one exec alive while the host runs its translation (§5.1).
+pub(crate) fn exec_heartbeat(id: u32) -> AgentClientMessage {
+    control(Control::Heartbeat(wire::ExecClientHeartbeat { id }))
+}
+
 /// The run-level empty keep-alive.
 pub(crate) fn heartbeat() -> AgentClientMessage {
     client(Client::ClientHeartbeat(wire::ClientHeartbeat {}))

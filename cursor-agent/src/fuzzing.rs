@@ -17,10 +17,11 @@ const EXEC_FIELDS: [u8; 40] = [
     40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 6, 33, 60,
 ];
 
-/// True when `frame` is something the policy may send: never a native tool's success (or any
-/// other result that would claim local work happened). `mcp_success_allowed` is true only while
-/// the host's own tool results are being written.
-pub fn is_allowed_transmit(frame: &AgentClientMessage, mcp_success_allowed: bool) -> bool {
+/// True when `frame` is something the policy may send: a native result that claims work
+/// happened (success, failure, output) only while the host's own tool results are being
+/// written (`host_results` true: a translated exec answered from the host's result), never on
+/// the client's own initiative.
+pub fn is_allowed_transmit(frame: &AgentClientMessage, host_results: bool) -> bool {
     use cursor_proto::agent::v1 as w;
     let Some(message) = &frame.message else {
         return false;
@@ -31,16 +32,34 @@ pub fn is_allowed_transmit(frame: &AgentClientMessage, mcp_success_allowed: bool
     let Some(reply) = &exec.message else {
         return false;
     };
+    // `refusal`: the reply is the arm's refusal (always allowed); `present`: it has a result.
+    let gate = |present: bool, refusal: bool| present && (refusal || host_results);
     // No wildcard: a new result arm must be classified here too.
     match reply {
-        Reply::ShellResult(r) => matches!(r.result, Some(w::shell_result::Result::Rejected(_))),
-        Reply::WriteResult(r) => matches!(r.result, Some(w::write_result::Result::Rejected(_))),
-        Reply::DeleteResult(r) => matches!(r.result, Some(w::delete_result::Result::Rejected(_))),
-        Reply::GrepResult(r) => matches!(r.result, Some(w::grep_result::Result::Error(_))),
-        Reply::ReadResult(r) | Reply::RedactedReadResult(r) => {
-            matches!(r.result, Some(w::read_result::Result::Rejected(_)))
-        }
-        Reply::LsResult(r) => matches!(r.result, Some(w::ls_result::Result::Rejected(_))),
+        Reply::ShellResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::shell_result::Result::Rejected(_))),
+        ),
+        Reply::WriteResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::write_result::Result::Rejected(_))),
+        ),
+        Reply::DeleteResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::delete_result::Result::Rejected(_))),
+        ),
+        Reply::GrepResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::grep_result::Result::Error(_))),
+        ),
+        Reply::ReadResult(r) | Reply::RedactedReadResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::read_result::Result::Rejected(_))),
+        ),
+        Reply::LsResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::ls_result::Result::Rejected(_))),
+        ),
         Reply::DiagnosticsResult(r) => {
             matches!(r.result, Some(w::diagnostics_result::Result::Rejected(_)))
         }
@@ -58,11 +77,14 @@ pub fn is_allowed_transmit(frame: &AgentClientMessage, mcp_success_allowed: bool
             None => false,
         },
         Reply::McpResult(r) => match &r.result {
-            Some(mcp_result::Result::Success(_)) => mcp_success_allowed,
+            Some(mcp_result::Result::Success(_)) => host_results,
             Some(mcp_result::Result::ToolNotFound(_)) => true,
             Some(mcp_result::Result::Error(_) | mcp_result::Result::Rejected(_)) | None => false,
         },
-        Reply::ShellStream(r) => matches!(r.event, Some(w::shell_stream::Event::Rejected(_))),
+        Reply::ShellStream(r) => gate(
+            r.event.is_some(),
+            matches!(r.event, Some(w::shell_stream::Event::Rejected(_))),
+        ),
         Reply::BackgroundShellSpawnResult(r) => r.result.is_some(),
         Reply::ListMcpResourcesExecResult(r) => r.result.is_some(),
         Reply::ReadMcpResourceExecResult(r) => r.result.is_some(),
@@ -70,25 +92,34 @@ pub fn is_allowed_transmit(frame: &AgentClientMessage, mcp_success_allowed: bool
         Reply::RecordScreenResult(r) => r.result.is_some(),
         Reply::ComputerUseResult(r) => r.result.is_some(),
         Reply::WriteShellStdinResult(r) => r.result.is_some(),
-        Reply::PiReadResult(r) => {
-            matches!(r.result, Some(w::pi_read_exec_result::Result::Error(_)))
-        }
-        Reply::PiBashResult(r) => {
-            matches!(r.result, Some(w::pi_bash_exec_result::Result::Error(_)))
-        }
-        Reply::PiEditResult(r) => {
-            matches!(r.result, Some(w::pi_edit_exec_result::Result::Rejected(_)))
-        }
-        Reply::PiWriteResult(r) => {
-            matches!(r.result, Some(w::pi_write_exec_result::Result::Rejected(_)))
-        }
-        Reply::PiGrepResult(r) => {
-            matches!(r.result, Some(w::pi_grep_exec_result::Result::Error(_)))
-        }
-        Reply::PiFindResult(r) => {
-            matches!(r.result, Some(w::pi_find_exec_result::Result::Error(_)))
-        }
-        Reply::PiLsResult(r) => matches!(r.result, Some(w::pi_ls_exec_result::Result::Error(_))),
+        Reply::PiReadResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::pi_read_exec_result::Result::Error(_))),
+        ),
+        Reply::PiBashResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::pi_bash_exec_result::Result::Error(_))),
+        ),
+        Reply::PiEditResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::pi_edit_exec_result::Result::Rejected(_))),
+        ),
+        Reply::PiWriteResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::pi_write_exec_result::Result::Rejected(_))),
+        ),
+        Reply::PiGrepResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::pi_grep_exec_result::Result::Error(_))),
+        ),
+        Reply::PiFindResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::pi_find_exec_result::Result::Error(_))),
+        ),
+        Reply::PiLsResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::pi_ls_exec_result::Result::Error(_))),
+        ),
     }
 }
 

@@ -1,5 +1,5 @@
 //! What a native exec asked for, in host terms: the capability it needs and the command, path or
-//! pattern it carried. Redirect texts embed it today; native translation will consume it.
+//! pattern it carried. Redirect texts embed it; translation ranks host tools by its capability.
 
 /// A capability a host tool may offer. The vocabulary is per native exec case, so it only grows
 /// when Cursor adds a case (which the exec table already forces a commit for).

@@ -83,19 +83,22 @@
 //!
 //! Nothing runs in this process because Cursor asked. Every `ExecServerMessage` goes through one
 //! decision table whose decisions are: refuse with the arm's typed rejected/error result, throw,
-//! report the workspace paths and tool list, or lift an MCP call to the host (whose own
-//! permission system decides). Every answer ends with `stream_close`; every answer is reported
-//! as an [`AgentEvent::Exec`] audit record.
+//! report the workspace paths and tool list, lift an MCP call to the host, or translate a native
+//! request (shell, read, write, delete, grep/glob, ls, the `pi_*` arms) into an ordinary call
+//! of the host tool that has the capability. Host tool calls are decided by the host's own
+//! permission system; a translated call's result is encoded back into the native result shape
+//! (see [`ExecOutcome::Translated`]). Every answer ends with `stream_close`; every answer is
+//! reported as an [`AgentEvent::Exec`] audit record.
 //!
-//! ## Seams for later layers
+//! ## Resume
 //!
-//! - Native translation (shell/read/write/... into host tool calls) plugs in at the one place
-//!   the run handles translatable arms, falling back to today's refusal.
-//! - Resume: [`RunConfig::conversation_id`], [`RunConfig::resume`] (a blob miss becomes
-//!   [`AgentError::StaleResume`]) and [`AgentRun::with_blobs`]; checkpoints come out as
-//!   [`AgentEvent::Checkpoint`].
-//! - An async driver wraps [`AgentRun`] in a `select!` over the stream, the deadline and host
-//!   commands.
+//! A [`Session`] plans each Run from the stored [`Handle`] of the host session: a resume of the
+//! remote conversation when the [`Fingerprint`] of the completed user turns matches, a rebuild
+//! otherwise, and exactly one rebuild (starting with `Reset`) when a resume turns out stale
+//! ([`Session::recover`]). [`HandleStore`] keeps handles on disk atomically and durably;
+//! [`Handle::capture`] takes one from a Run that received a checkpoint. Drivers write
+//! [`AgentRun::poll_transmit_bytes`], which splices a resumed Run's overlaid checkpoint into the
+//! run request byte for byte.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod blobs;
@@ -112,8 +115,10 @@ mod policy;
 mod ranking;
 mod redirect;
 mod request;
+mod resume;
 mod root_prompt;
 mod run;
+mod translate;
 mod usage;
 
 #[doc(hidden)]
@@ -124,5 +129,9 @@ pub use config::{Limits, RunConfig, Timers};
 pub use error::{AgentError, StreamOutcome};
 pub use event::{AgentEvent, ExecAudit, ExecOutcome};
 pub use policy::ExecArm;
+pub use resume::{
+    Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleStore, Loaded, Plan, ResumeEnv, RunLabel,
+    Session, StaleReason, StoreError, StoreWarning, ToolsetKey,
+};
 pub use root_prompt::root_prompt_json;
 pub use run::AgentRun;

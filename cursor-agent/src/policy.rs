@@ -223,9 +223,9 @@ impl ExecArm {
 /// anything in this process.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Decision {
-    /// A native tool a host tool could serve (shell, read, write, ...). Today: refused with a
-    /// redirect. Native translation into host tool calls plugs in here, at its one call site in
-    /// the run, falling back to the same refusal.
+    /// A native tool a host tool could serve (shell, read, write, ...): translated into a host
+    /// tool call by the run when a registered tool has the capability, refused with this
+    /// refusal otherwise.
     Translatable { refusal: Refusal, intent: Intent },
     /// A native tool with no host equivalent: typed refusal with a redirect.
     Refuse { refusal: Refusal, intent: Intent },

@@ -9,7 +9,7 @@ use cursor_proto::ir::Tool;
 use crate::intent::Capability;
 
 /// Properties that mark a tool as taking a shell command.
-const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
+pub(crate) const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
 
 /// The tool chosen for a request.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,7 +40,8 @@ pub(crate) fn best_tool(tools: &[Tool], capability: Capability) -> Pick<'_> {
     Pick::Unmatched { first }
 }
 
-fn best_for(tools: &[Tool], capability: Capability) -> Option<&Tool> {
+/// The highest-scoring tool for exactly `capability` (no fallback), registration order on ties.
+pub(crate) fn best_for(tools: &[Tool], capability: Capability) -> Option<&Tool> {
     let mut best: Option<(&Tool, u8)> = None;
     for tool in tools {
         let score = score(tool, capability);
@@ -53,6 +54,10 @@ fn best_for(tools: &[Tool], capability: Capability) -> Option<&Tool> {
 }
 
 fn score(tool: &Tool, capability: Capability) -> u8 {
+    // A code-mode tool can do anything, so its description would win every match (§5.1).
+    if crate::translate::is_codemode(tool) {
+        return 0;
+    }
     let name = tool.name.to_ascii_lowercase();
     if capability.aliases().contains(&name.as_str()) {
         return 4;

@@ -7,9 +7,11 @@ use cursor_proto::agent::v1::{
 };
 use cursor_proto::ir::{Conversation, Image, Message, UserContent};
 use cursor_proto::selected_context_blob::SelectedContextBlob;
+use prost::Message as _;
 
 use crate::blobs::BlobStore;
 use crate::ids::IdSource;
+use crate::resume::ResumeSeed;
 use crate::root_prompt::{self, joined_user_text};
 use crate::{AgentError, RunConfig, mcp};
 
@@ -19,6 +21,8 @@ pub(crate) struct Opening {
     pub(crate) request: AgentRunRequest,
     pub(crate) rules_text: String,
     pub(crate) definitions: Vec<McpToolDefinition>,
+    /// On resume: the overlaid checkpoint, the exact `conversation_state` bytes to send.
+    pub(crate) raw_state: Option<Vec<u8>>,
 }
 
 /// Builds the run request, storing the root prompt and selected-context blobs in `blobs`.
@@ -31,6 +35,7 @@ pub(crate) fn build(
     conversation_id: &str,
     ids: &mut IdSource,
     blobs: &mut BlobStore,
+    seed: Option<&ResumeSeed>,
 ) -> Result<Opening, AgentError> {
     if config.model.trim().is_empty() {
         return Err(AgentError::Config("no model slug".into()));
@@ -39,7 +44,11 @@ pub(crate) fn build(
         return Err(AgentError::NoUserTurn);
     };
     let selected_images = live_images(content, config, ids)?;
-    let history = root_prompt::history_of(&conversation.messages);
+    // A resume keeps the remote prompt and only adds the current rules: no history replay.
+    let history = match seed {
+        Some(_) => &[],
+        None => root_prompt::history_of(&conversation.messages),
+    };
     let prompt = root_prompt::messages(conversation, history, config);
     let mut root_ids = Vec::with_capacity(prompt.len());
     for message in &prompt {
@@ -47,8 +56,29 @@ pub(crate) fn build(
             .map_err(|e| AgentError::Config(format!("root prompt is not serializable: {e}")))?;
         root_ids.push(blobs.insert(bytes)?.as_bytes().to_vec());
     }
-    let context_blob =
-        SelectedContextBlob::new(root_ids.clone(), config.host_name.clone()).encode();
+    let (state, raw_state) = match seed {
+        Some(seed) => {
+            let raw = seed.overlay(&root_ids, config)?;
+            let view = ConversationStateStructure::decode(raw.as_slice())
+                .map_err(|e| AgentError::Config(format!("checkpoint is unusable: {e}")))?;
+            (view, Some(raw))
+        }
+        None => (
+            ConversationStateStructure {
+                root_prompt_messages_json: root_ids.clone(),
+                previous_workspace_uris: config.workspace_uris.clone(),
+                mode: Some(AgentMode::Agent as i32),
+                client_name: Some(config.host_name.clone()),
+                ..ConversationStateStructure::default()
+            },
+            None,
+        ),
+    };
+    let context_blob = SelectedContextBlob::new(
+        state.root_prompt_messages_json.clone(),
+        config.host_name.clone(),
+    )
+    .encode();
     let context_blob_id = blobs.insert(context_blob)?;
 
     let message_id = ids.next_uuid();
@@ -63,22 +93,19 @@ pub(crate) fn build(
     };
     let definitions = mcp::definitions(&conversation.tools, &config.provider_identifier);
     let request = AgentRunRequest {
-        conversation_state: Some(ConversationStateStructure {
-            root_prompt_messages_json: root_ids,
-            previous_workspace_uris: config.workspace_uris.clone(),
-            mode: Some(AgentMode::Agent as i32),
-            client_name: Some(config.host_name.clone()),
-            ..ConversationStateStructure::default()
-        }),
+        conversation_state: Some(state),
         action: Some(ConversationAction {
             action: Some(Action::UserMessageAction(UserMessageAction {
                 user_message: Some(user_message),
                 request_context: None,
             })),
         }),
-        mcp_tools: Some(McpTools {
-            mcp_tools: definitions.clone(),
-        }),
+        // The server keeps the registration across resumes; re-sent only when it changed.
+        mcp_tools: seed
+            .is_none_or(|seed| seed.send_mcp_tools)
+            .then(|| McpTools {
+                mcp_tools: definitions.clone(),
+            }),
         conversation_id: Some(conversation_id.to_owned()),
         requested_model: Some(RequestedModel {
             model_id: config.model.clone(),
@@ -93,6 +120,7 @@ pub(crate) fn build(
         request,
         rules_text,
         definitions,
+        raw_state,
     })
 }
 

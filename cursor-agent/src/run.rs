@@ -8,7 +8,9 @@ use cursor_proto::agent::v1::{
     TurnEndedUpdate, agent_server_message::Message as Server,
     exec_client_message::Message as Reply, interaction_update::Message as Update,
 };
-use cursor_proto::ir::{Conversation, ErrorInfo, Event, StopReason, Tool, ToolResult, Usage};
+use cursor_proto::ir::{
+    Conversation, ErrorInfo, Event, StopReason, Tool, ToolCall, ToolResult, Usage,
+};
 use prost::Message as _;
 
 use crate::blobs::{BlobId, BlobStore};
@@ -17,6 +19,8 @@ use crate::ids::IdSource;
 use crate::intent::Intent;
 use crate::policy::{Decision, ExecArm, Refusal, Row, decide};
 use crate::redirect::Redirector;
+use crate::resume::ResumeSeed;
+use crate::translate::{self, Translation};
 use crate::{AgentError, AgentEvent, RunConfig, StreamOutcome, frames, interaction, mcp};
 use crate::{ranking, request, usage};
 
@@ -68,6 +72,11 @@ pub struct AgentRun {
     /// `turn_ended` arrived while the host ran tools.
     ended_while_parked: bool,
     checkpoint: Option<Vec<u8>>,
+    /// When translated execs parked on the host are next kept alive (`ExecClientHeartbeat`).
+    exec_heartbeat_at: Option<Instant>,
+    /// A resumed run's `conversation_state` as raw bytes (the overlaid checkpoint), spliced
+    /// into the run request by [`poll_transmit_bytes`](Self::poll_transmit_bytes).
+    raw_state: Option<Vec<u8>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +102,9 @@ struct PendingCall {
     tool_call_id: String,
     /// Handed to the host in a finished leg (so its result is due with the next submit).
     yielded: bool,
+    /// Set for a translated native exec: how to encode the host's result back.
+    translation: Option<Box<Translation>>,
+    issued_at: Instant,
 }
 
 impl AgentRun {
@@ -112,7 +124,20 @@ impl AgentRun {
     pub fn with_blobs(
         config: RunConfig,
         conversation: &Conversation,
+        blobs: BlobStore,
+        now: Instant,
+    ) -> Result<Self, AgentError> {
+        Self::open(config, conversation, blobs, None, false, now)
+    }
+
+    /// Opens a Run; `seed` resumes a stored conversation, `reset` first tells the host to drop
+    /// what an earlier failed attempt streamed.
+    pub(crate) fn open(
+        config: RunConfig,
+        conversation: &Conversation,
         mut blobs: BlobStore,
+        seed: Option<&ResumeSeed>,
+        reset: bool,
         now: Instant,
     ) -> Result<Self, AgentError> {
         let mut ids = IdSource::new(config.id_seed);
@@ -126,12 +151,17 @@ impl AgentRun {
             &conversation_id,
             &mut ids,
             &mut blobs,
+            seed,
         )?;
         let input_estimate = usage::estimate_input(conversation, &opening.rules_text);
         let mut transmits = VecDeque::new();
         transmits.push_back(frames::client(
             wire::agent_client_message::Message::RunRequest(opening.request),
         ));
+        let mut events = VecDeque::new();
+        if reset {
+            events.push_back(AgentEvent::Ir(Event::Reset));
+        }
         Ok(Self {
             work_deadline: Some(WorkDeadline {
                 at: now + config.timers.first_frame_timeout,
@@ -146,7 +176,7 @@ impl AgentRun {
             live_tools: conversation.tools.clone(),
             definitions: opening.definitions,
             transmits,
-            events: VecDeque::new(),
+            events,
             deferred: VecDeque::new(),
             phase: Phase::Streaming,
             pending: Vec::new(),
@@ -159,6 +189,8 @@ impl AgentRun {
             parked_failure: None,
             ended_while_parked: false,
             checkpoint: None,
+            exec_heartbeat_at: None,
+            raw_state: opening.raw_state,
         })
     }
 
@@ -205,6 +237,26 @@ impl AgentRun {
         self.transmits.pop_front()
     }
 
+    /// The next client frame as the protobuf bytes to write (a driver's preferred poller).
+    ///
+    /// Same order as [`poll_transmit`](Self::poll_transmit). On a resumed Run the run request's
+    /// `conversation_state` is the overlaid checkpoint spliced in byte for byte; the typed
+    /// frame [`poll_transmit`](Self::poll_transmit) returns carries a decoded view of it that
+    /// drops fields this version does not know, so drivers must write these bytes instead.
+    #[must_use]
+    pub fn poll_transmit_bytes(&mut self) -> Option<Vec<u8>> {
+        let frame = self.transmits.pop_front()?;
+        if let (Some(raw), Some(wire::agent_client_message::Message::RunRequest(request))) =
+            (&self.raw_state, &frame.message)
+        {
+            return Some(cursor_proto::checkpoint::encode_client_run_request(
+                request.clone(),
+                raw,
+            ));
+        }
+        Some(frame.encode_to_vec())
+    }
+
     /// The next event for the host.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<AgentEvent> {
@@ -222,6 +274,7 @@ impl AgentRun {
             debounce,
             self.work_deadline.map(|d| d.at),
             self.heartbeat_at,
+            self.exec_heartbeat_at,
         ]
         .into_iter()
         .flatten()
@@ -259,7 +312,11 @@ impl AgentRun {
         }
         self.fail(match outcome {
             StreamOutcome::Ok => AgentError::StreamEndedEarly,
-            StreamOutcome::Err(info) => AgentError::Remote(info),
+            // The remote conversation is gone: a resumed run must rebuild (§10).
+            StreamOutcome::NotFound(info) if self.config.resume => AgentError::StaleResume {
+                id_hex: format!("conversation {}: {}", self.conversation_id, info.message),
+            },
+            StreamOutcome::Err(info) | StreamOutcome::NotFound(info) => AgentError::Remote(info),
         });
     }
 
@@ -290,6 +347,19 @@ impl AgentRun {
         if self.heartbeat_at.is_some_and(|at| now >= at) {
             self.transmits.push_back(frames::heartbeat());
             self.heartbeat_at = Some(now + self.config.timers.heartbeat_interval);
+        }
+        if self.exec_heartbeat_at.is_some_and(|at| now >= at) {
+            let parked: Vec<u32> = self
+                .pending
+                .iter()
+                .filter(|p| p.translation.is_some())
+                .map(|p| p.id)
+                .collect();
+            for id in &parked {
+                self.transmits.push_back(frames::exec_heartbeat(*id));
+            }
+            self.exec_heartbeat_at =
+                (!parked.is_empty()).then(|| now + self.config.timers.exec_heartbeat_interval);
         }
     }
 
@@ -336,8 +406,25 @@ impl AgentRun {
                 .into_iter()
                 .partition(|p| p.yielded);
         self.pending = still_pending;
+        let root = translate::workspace_root(&self.config.workspace_uris);
         for call in answered {
             let result = results.iter().find(|r| r.tool_call_id == call.tool_call_id);
+            if let Some(translation) = &call.translation {
+                let replies = match result {
+                    Some(result) => {
+                        self.input_estimate += usage::estimate_result(result);
+                        let elapsed = now.saturating_duration_since(call.issued_at);
+                        translation.encode(result, elapsed, &root)
+                    }
+                    None => translation.encode_missing(&root),
+                };
+                for reply in replies {
+                    self.transmits
+                        .push_back(frames::exec_reply(call.id, &call.exec_id, reply));
+                }
+                self.transmits.push_back(frames::stream_close(call.id));
+                continue;
+            }
             let encoded = match result {
                 Some(result) => {
                     self.input_estimate += usage::estimate_result(result);
@@ -353,6 +440,9 @@ impl AgentRun {
             self.transmits.push_back(frames::stream_close(call.id));
         }
         self.aborted.clear();
+        if !self.pending.iter().any(|p| p.translation.is_some()) {
+            self.exec_heartbeat_at = None;
+        }
         self.phase = Phase::Streaming;
         self.output_tokens = 0;
         self.server_usage = None;
@@ -476,12 +566,19 @@ impl AgentRun {
                 "exec id {id} reused while pending"
             )));
         }
+        let native = exec.message.as_ref().and_then(translate::Native::from_exec);
         let Row { arm, decision } = decide(exec.message);
         let exec_id = exec.exec_id;
         match decision {
-            // The seam for native translation: a `translate` step turns the intent into a host
-            // tool call here and falls back to this refusal when no host tool can serve it.
-            Decision::Translatable { refusal, intent } | Decision::Refuse { refusal, intent } => {
+            // Native translation: a host tool call when a host tool can serve the request,
+            // the typed refusal otherwise (§5.1).
+            Decision::Translatable { refusal, intent } => {
+                match native.and_then(|native| translate::plan(native, &self.live_tools)) {
+                    Some(translation) => self.translate(id, exec_id, arm, translation, now),
+                    None => self.refuse(id, &exec_id, arm, refusal, &intent),
+                }
+            }
+            Decision::Refuse { refusal, intent } => {
                 self.refuse(id, &exec_id, arm, refusal, &intent)
             }
             Decision::Throw { intent } => self.throw(id, arm, &intent),
@@ -561,6 +658,8 @@ impl AgentRun {
             exec_id,
             tool_call_id: call.id.clone(),
             yielded: false,
+            translation: None,
+            issued_at: now,
         });
         self.audit(
             id,
@@ -569,6 +668,54 @@ impl AgentRun {
                 tool_call_id: call.id.clone(),
             },
         );
+        self.emit(Event::ToolCall(call))?;
+        if self.phase == Phase::Streaming {
+            self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
+        }
+        Ok(())
+    }
+
+    /// Hands a translated native request to the host as an ordinary tool call; its result is
+    /// encoded back into the native shape, and heartbeats keep the exec alive meanwhile.
+    fn translate(
+        &mut self,
+        id: u32,
+        exec_id: String,
+        arm: ExecArm,
+        translation: Translation,
+        now: Instant,
+    ) -> Result<(), AgentError> {
+        if self.pending.len() >= self.config.limits.max_pending_tool_calls {
+            return Err(AgentError::drift(
+                "more concurrent tool calls than the run allows",
+            ));
+        }
+        // A real host tool call, like an MCP lift: the loop guard starts over.
+        self.misses = 0;
+        let call = ToolCall::new(
+            format!("exec-{id}"),
+            translation.tool.clone(),
+            translation.arguments.clone(),
+        );
+        self.audit(
+            id,
+            arm,
+            ExecOutcome::Translated {
+                tool_call_id: call.id.clone(),
+                tool: translation.tool.clone(),
+            },
+        );
+        self.pending.push(PendingCall {
+            id,
+            exec_id,
+            tool_call_id: call.id.clone(),
+            yielded: false,
+            translation: Some(Box::new(translation)),
+            issued_at: now,
+        });
+        if self.exec_heartbeat_at.is_none() {
+            self.exec_heartbeat_at = Some(now + self.config.timers.exec_heartbeat_interval);
+        }
         self.emit(Event::ToolCall(call))?;
         if self.phase == Phase::Streaming {
             self.debounce_at = Some(now + self.config.timers.tool_call_debounce);

@@ -313,7 +313,7 @@ fn refused_arms_answer_with_their_exact_typed_refusal_then_stream_close() {
         let Some(_) = expected(arm, String::new()) else {
             continue;
         };
-        let mut harness = Harness::new();
+        let mut harness = Harness::refusing();
         harness.exec(41, sample(arm));
         let sent = harness.take_sent();
         assert_eq!(sent.len(), 2, "{arm:?}: {sent:?}");
@@ -409,14 +409,14 @@ fn request_context_reports_only_workspace_paths_and_the_tool_list() {
 
 #[test]
 fn redirects_embed_the_original_command_or_path() {
-    let mut harness = Harness::new();
+    let mut harness = Harness::refusing();
     harness.exec(1, sample(ExecArm::Shell));
     let reason = reason_of(exec_reply(&harness.sent[0]).message.as_ref().unwrap());
     assert_eq!(
         reason,
         "Cursor native tool Shell is disabled in this session: pi runs local work only through its MCP tools. To run a command from pi, call the MCP tool `mcp_pi_bash` with {\"command\": \"ls -la\"}. No operation was performed."
     );
-    let mut harness = Harness::new();
+    let mut harness = Harness::refusing();
     harness.exec(1, sample(ExecArm::Read));
     let reason = reason_of(exec_reply(&harness.sent[0]).message.as_ref().unwrap());
     assert!(

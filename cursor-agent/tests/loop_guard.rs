@@ -29,7 +29,7 @@ fn shell(h: &mut Harness, id: u32) -> String {
 
 #[test]
 fn the_third_miss_hardens_the_text_into_one_imperative() {
-    let mut h = Harness::new();
+    let mut h = Harness::refusing();
     assert!(shell(&mut h, 1).starts_with("Cursor native tool Shell is disabled"));
     assert!(shell(&mut h, 2).starts_with("Cursor native tool Shell is disabled"));
     let third = shell(&mut h, 3);
@@ -41,7 +41,7 @@ fn the_third_miss_hardens_the_text_into_one_imperative() {
 
 #[test]
 fn the_eighth_miss_fails_the_run_closed_naming_the_command_tool() {
-    let mut h = Harness::new();
+    let mut h = Harness::refusing();
     for id in 1..=7 {
         shell(&mut h, id);
     }
@@ -70,7 +70,7 @@ fn the_eighth_miss_fails_the_run_closed_naming_the_command_tool() {
 
 #[test]
 fn a_real_tool_call_resets_the_count() {
-    let mut h = Harness::new();
+    let mut h = Harness::refusing();
     for id in 1..=5 {
         shell(&mut h, id);
     }
@@ -85,7 +85,7 @@ fn a_real_tool_call_resets_the_count() {
 
 #[test]
 fn unregistered_mcp_tools_are_not_found_ranked_and_counted() {
-    let mut h = Harness::new();
+    let mut h = Harness::refusing();
     h.mcp(1, "mcp_pi_sudo_read", "c1", json!({}));
     let sent = h.take_sent();
     assert_eq!(
@@ -107,7 +107,7 @@ fn unregistered_mcp_tools_are_not_found_ranked_and_counted() {
 
 #[test]
 fn calls_for_another_mcp_provider_are_not_lifted() {
-    let mut h = Harness::new();
+    let mut h = Harness::refusing();
     h.exec(
         1,
         Exec::McpArgs(w::McpArgs {
@@ -126,11 +126,11 @@ fn calls_for_another_mcp_provider_are_not_lifted() {
 
 #[test]
 fn every_kind_of_miss_counts_toward_the_same_budget() {
-    let mut h = Harness::new();
+    let mut h = Harness::refusing();
     h.exec(
         1,
         Exec::FetchArgs(w::FetchArgs {
-            url: "https://x".into(),
+            url: "https://x.example".into(),
             ..Default::default()
         }),
     );

@@ -28,6 +28,23 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
+/// The same tool names, but schemas that require a property no translation can fill: every
+/// translatable exec falls back to its typed refusal, which still names these tools.
+pub fn untranslatable_tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "bash",
+            "Run a shell command",
+            json!({"type": "object", "properties": {"command": {"type": "string"}, "session": {"type": "string"}}, "required": ["command", "session"]}),
+        ),
+        Tool::new(
+            "read",
+            "Read a file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "encoding": {"type": "string"}}, "required": ["path", "encoding"]}),
+        ),
+    ]
+}
+
 pub fn conversation() -> Conversation {
     let mut conversation =
         Conversation::new("You are terse.").with_message(Message::user_text("ping"));
@@ -51,6 +68,13 @@ pub struct Harness {
 impl Harness {
     pub fn new() -> Self {
         Self::with(config(), conversation())
+    }
+
+    /// A run whose host tools cannot serve any translation (see [`untranslatable_tools`]).
+    pub fn refusing() -> Self {
+        let mut conversation = conversation();
+        conversation.tools = untranslatable_tools();
+        Self::with(config(), conversation)
     }
 
     /// Opens the run and takes the run request off the queue.

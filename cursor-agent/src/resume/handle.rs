@@ -1,0 +1,192 @@
+//! The remote handle of one host session, and its JSON file format.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use cursor_proto::ir::Conversation;
+use serde::{Deserialize, Serialize};
+
+use super::fingerprint::{Fingerprint, ToolsetKey, parse_hex32};
+use crate::{AgentRun, BlobId};
+
+/// The version of the handle file format this crate writes and reads.
+pub const HANDLE_FORMAT_VERSION: u32 = 1;
+
+/// What resuming a remote conversation needs (PROTOCOL-AGENT §10): its id, the last checkpoint
+/// exactly as received, the blobs that run held, the fingerprint of the user turns it had
+/// completed and the key of the tool set it registered.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handle {
+    /// The remote conversation id.
+    pub conversation_id: String,
+    /// The last `conversation_checkpoint_update`, verbatim.
+    pub checkpoint: Vec<u8>,
+    /// The run's blobs (root prompt and whatever the server stored), by id.
+    pub blobs: Vec<(BlobId, Vec<u8>)>,
+    /// The completed user turns the remote conversation holds.
+    pub fingerprint: Fingerprint,
+    /// The tool set registered with the remote conversation.
+    pub toolset_key: ToolsetKey,
+}
+
+impl Handle {
+    /// A handle from its parts.
+    pub fn new(
+        conversation_id: impl Into<String>,
+        checkpoint: Vec<u8>,
+        blobs: Vec<(BlobId, Vec<u8>)>,
+        fingerprint: Fingerprint,
+        toolset_key: ToolsetKey,
+    ) -> Self {
+        Self {
+            conversation_id: conversation_id.into(),
+            checkpoint,
+            blobs,
+            fingerprint,
+            toolset_key,
+        }
+    }
+
+    /// The handle to store after `run`, opened for `conversation`, received a checkpoint:
+    /// `None` until one arrived (a handle without a checkpoint could not resume anything).
+    ///
+    /// The run's own user turn counts as completed: the server journaled it.
+    pub fn capture(run: &AgentRun, conversation: &Conversation) -> Option<Self> {
+        let checkpoint = run.checkpoint()?.to_vec();
+        let mut blobs: Vec<(BlobId, Vec<u8>)> = run
+            .blobs()
+            .iter()
+            .map(|(id, data)| (*id, data.to_vec()))
+            .collect();
+        blobs.sort_by_key(|(id, _)| *id);
+        Some(Self {
+            conversation_id: run.conversation_id().to_owned(),
+            checkpoint,
+            blobs,
+            fingerprint: Fingerprint::of_user_turns(&conversation.messages),
+            toolset_key: ToolsetKey::of(&conversation.tools),
+        })
+    }
+
+    /// The handle as the JSON a [`HandleStore`](crate::HandleStore) writes.
+    pub fn to_json(&self) -> Vec<u8> {
+        let file = HandleFile {
+            version: HANDLE_FORMAT_VERSION,
+            conversation_id: self.conversation_id.clone(),
+            checkpoint: STANDARD.encode(&self.checkpoint),
+            fingerprint: self.fingerprint.to_hex(),
+            toolset_key: self.toolset_key.to_hex(),
+            blobs: self
+                .blobs
+                .iter()
+                .map(|(id, data)| BlobEntry {
+                    id: id.to_hex(),
+                    data: STANDARD.encode(data),
+                })
+                .collect(),
+        };
+        // Serializing plain strings and numbers cannot fail.
+        serde_json::to_vec(&file).unwrap_or_default()
+    }
+
+    /// Parses a handle file; the error says what is wrong with it.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
+        let file: HandleFile =
+            serde_json::from_slice(bytes).map_err(|e| format!("not a handle file: {e}"))?;
+        if file.version != HANDLE_FORMAT_VERSION {
+            return Err(format!(
+                "unsupported handle format version {}",
+                file.version
+            ));
+        }
+        if file.conversation_id.is_empty() {
+            return Err("empty conversation id".into());
+        }
+        let base64 = |what: &str, text: &str| {
+            STANDARD
+                .decode(text)
+                .map_err(|e| format!("{what} is not base64: {e}"))
+        };
+        let mut blobs = Vec::with_capacity(file.blobs.len());
+        for entry in &file.blobs {
+            let id = parse_hex32(&entry.id)
+                .ok_or_else(|| format!("blob id {:?} is not 64 hex digits", entry.id))?;
+            blobs.push((BlobId::from_array(id), base64("blob data", &entry.data)?));
+        }
+        Ok(Self {
+            conversation_id: file.conversation_id,
+            checkpoint: base64("checkpoint", &file.checkpoint)?,
+            blobs,
+            fingerprint: Fingerprint::from_hex(&file.fingerprint)
+                .ok_or("fingerprint is not 64 hex digits")?,
+            toolset_key: ToolsetKey::from_hex(&file.toolset_key)
+                .ok_or("tool-set key is not 64 hex digits")?,
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct HandleFile {
+    version: u32,
+    conversation_id: String,
+    checkpoint: String,
+    fingerprint: String,
+    toolset_key: String,
+    blobs: Vec<BlobEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlobEntry {
+    id: String,
+    data: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cursor_proto::ir::Message;
+
+    fn handle() -> Handle {
+        Handle::new(
+            "conv-1",
+            vec![0x0a, 0x01, 0x01],
+            vec![(BlobId::of(b"x"), b"x".to_vec())],
+            Fingerprint::of_user_turns(&[Message::user_text("hi")]),
+            ToolsetKey::of(&[]),
+        )
+    }
+
+    #[test]
+    fn json_round_trips_with_base64_bytes_and_a_version() {
+        let handle = handle();
+        let json = handle.to_json();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(text.contains("\"version\":1"), "{text}");
+        assert!(text.contains("\"checkpoint\":\"CgEB\""), "{text}");
+        assert_eq!(Handle::from_json(&json), Ok(handle));
+    }
+
+    #[test]
+    fn damaged_files_are_classified() {
+        assert!(
+            Handle::from_json(b"{")
+                .unwrap_err()
+                .contains("not a handle file")
+        );
+        let text = String::from_utf8(handle().to_json()).unwrap();
+        let future = text.replace("\"version\":1", "\"version\":9");
+        assert!(
+            Handle::from_json(future.as_bytes())
+                .unwrap_err()
+                .contains("version 9")
+        );
+        let bad = text.replace("\"checkpoint\":\"CgEB\"", "\"checkpoint\":\"***\"");
+        assert!(
+            Handle::from_json(bad.as_bytes())
+                .unwrap_err()
+                .contains("base64")
+        );
+    }
+}

@@ -1,0 +1,23 @@
+//! Cross-process resume (PROTOCOL-AGENT §0, §10; SPEC FR-3).
+//!
+//! The remote conversation is the primary timeline. Per host session a [`Handle`] remembers
+//! the remote conversation id, the last checkpoint, the run's blobs, the [`Fingerprint`] of the
+//! completed user turns and the [`ToolsetKey`]. A [`Session`] plans each Run from it: when the
+//! fingerprint matches, a resume (same id, checkpoint overlaid, only the current rules added to
+//! the root prompt, no history replay, `mcp_tools` omitted while the tool set is unchanged);
+//! otherwise a rebuild (new id, empty turns, full root prompt). A stale resume discovered
+//! mid-run is rebuilt once, with a `Reset`; a miss during a rebuild fails closed.
+//! [`HandleStore`] keeps handles on disk; [`ResumeEnv`] reads the environment once.
+
+mod env;
+mod fingerprint;
+mod handle;
+mod plan;
+mod store;
+
+pub use env::ResumeEnv;
+pub use fingerprint::{Fingerprint, ToolsetKey};
+pub use handle::{HANDLE_FORMAT_VERSION, Handle};
+pub(crate) use plan::ResumeSeed;
+pub use plan::{Plan, RunLabel, Session, StaleReason};
+pub use store::{HandleStore, Loaded, StoreError, StoreWarning};

@@ -1,0 +1,345 @@
+//! Handle files on disk: one JSON file per host session, written atomically and durably, with
+//! an advisory lock file so two processes never interleave writes.
+//!
+//! Writes go to a temp file in the same directory, are fsynced, renamed over the handle and
+//! the directory is fsynced. Files are created mode 0600 in a 0700 directory (Unix). The lock
+//! is `<session>.lock`, created with `create_new`; a lock older than
+//! [`HandleStore::stale_lock_after`] is a crashed holder's and is broken. (`File::lock` would do
+//! but is newer than the workspace's minimum Rust.) A handle that cannot be read or parsed is
+//! moved aside as `<session>.json.corrupt-<unix time>` and reported, never deleted.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::handle::Handle;
+
+/// A directory of handle files, one per host session id.
+#[derive(Clone, Debug)]
+pub struct HandleStore {
+    dir: PathBuf,
+    /// How long [`save`](Self::save), [`load`](Self::load) and [`remove`](Self::remove) wait
+    /// for another holder's lock (5 s).
+    pub lock_timeout: Duration,
+    /// How old a lock file must be to count as left behind by a crashed holder (30 s).
+    pub stale_lock_after: Duration,
+}
+
+/// What [`HandleStore::load`] found.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Loaded {
+    /// No handle is stored for the session.
+    Missing,
+    /// The stored handle.
+    Found(Handle),
+    /// The stored file was unusable: it was moved aside and the session has no handle now.
+    Corrupt(StoreWarning),
+}
+
+impl Loaded {
+    /// The handle, if one was found.
+    pub fn handle(self) -> Option<Handle> {
+        match self {
+            Self::Found(handle) => Some(handle),
+            Self::Missing | Self::Corrupt(_) => None,
+        }
+    }
+}
+
+/// A handle file that could not be used: why, and where it was kept.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreWarning {
+    /// The session whose handle was unusable.
+    pub session_id: String,
+    /// What was wrong with it.
+    pub reason: String,
+    /// Where the bad file was moved (`None` when it could not be moved).
+    pub kept_at: Option<PathBuf>,
+}
+
+impl std::fmt::Display for StoreWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the resume handle of session {} is unusable ({}); the conversation will be rebuilt",
+            self.session_id, self.reason
+        )?;
+        if let Some(path) = &self.kept_at {
+            write!(f, "; the file was kept as {}", path.display())?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a store operation failed.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The session id could escape the directory or is not a plain file name.
+    #[error("session id {0:?} is not usable as a handle file name")]
+    InvalidSessionId(String),
+    /// Another holder kept the lock past the timeout.
+    #[error("timed out waiting for the handle lock {}", .0.display())]
+    LockTimeout(PathBuf),
+    /// A filesystem operation failed.
+    #[error("{operation} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        operation: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+impl HandleStore {
+    /// A store over `dir` (created on first save).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            lock_timeout: Duration::from_secs(5),
+            stale_lock_after: Duration::from_secs(30),
+        }
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file holding `session_id`'s handle.
+    pub fn path_of(&self, session_id: &str) -> Result<PathBuf, StoreError> {
+        validate(session_id)?;
+        Ok(self.dir.join(format!("{session_id}.json")))
+    }
+
+    /// Reads `session_id`'s handle. An unusable file is moved aside and reported as
+    /// [`Loaded::Corrupt`].
+    pub fn load(&self, session_id: &str) -> Result<Loaded, StoreError> {
+        let path = self.path_of(session_id)?;
+        if !path.exists() {
+            return Ok(Loaded::Missing);
+        }
+        let _lock = self.lock(session_id)?;
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Loaded::Missing),
+            Err(e) => {
+                return Ok(Loaded::Corrupt(self.set_aside(
+                    session_id,
+                    &path,
+                    e.to_string(),
+                )));
+            }
+        };
+        match Handle::from_json(&bytes) {
+            Ok(handle) => Ok(Loaded::Found(handle)),
+            Err(reason) => Ok(Loaded::Corrupt(self.set_aside(session_id, &path, reason))),
+        }
+    }
+
+    /// Stores `handle` as `session_id`'s, atomically and durably.
+    pub fn save(&self, session_id: &str, handle: &Handle) -> Result<(), StoreError> {
+        let path = self.path_of(session_id)?;
+        self.ensure_dir()?;
+        let _lock = self.lock(session_id)?;
+        let temp = self.dir.join(format!(
+            "{session_id}.json.tmp-{:x}-{}",
+            holder_tag(),
+            unique()
+        ));
+        let written = write_synced(&temp, &handle.to_json());
+        if let Err(source) = written {
+            let _ = fs::remove_file(&temp);
+            return Err(io_error("write", &temp, source));
+        }
+        if let Err(source) = fs::rename(&temp, &path) {
+            let _ = fs::remove_file(&temp);
+            return Err(io_error("rename into", &path, source));
+        }
+        sync_dir(&self.dir).map_err(|e| io_error("sync", &self.dir, e))
+    }
+
+    /// Drops `session_id`'s handle (stale: the conversation is being rebuilt).
+    pub fn remove(&self, session_id: &str) -> Result<(), StoreError> {
+        let path = self.path_of(session_id)?;
+        if !path.exists() {
+            return Ok(());
+        }
+        let _lock = self.lock(session_id)?;
+        match fs::remove_file(&path) {
+            Ok(()) => sync_dir(&self.dir).map_err(|e| io_error("sync", &self.dir, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_error("remove", &path, e)),
+        }
+    }
+
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            builder.mode(0o700);
+        }
+        builder
+            .create(&self.dir)
+            .map_err(|e| io_error("create directory", &self.dir, e))
+    }
+
+    fn set_aside(&self, session_id: &str, path: &Path, reason: String) -> StoreWarning {
+        let seconds = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let aside = self
+            .dir
+            .join(format!("{session_id}.json.corrupt-{seconds}-{}", unique()));
+        let kept_at = fs::rename(path, &aside).ok().map(|()| aside);
+        StoreWarning {
+            session_id: session_id.to_owned(),
+            reason,
+            kept_at,
+        }
+    }
+
+    fn lock(&self, session_id: &str) -> Result<LockGuard, StoreError> {
+        self.ensure_dir()?;
+        let path = self.dir.join(format!("{session_id}.lock"));
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    let _ = writeln!(file, "{:x}", holder_tag());
+                    return Ok(LockGuard { path });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    if self.lock_is_stale(&path) {
+                        let _ = fs::remove_file(&path);
+                        continue;
+                    }
+                    if started.elapsed() >= self.lock_timeout {
+                        return Err(StoreError::LockTimeout(path));
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(e) => return Err(io_error("create lock", &path, e)),
+            }
+        }
+    }
+
+    fn lock_is_stale(&self, path: &Path) -> bool {
+        fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > self.stale_lock_after)
+    }
+}
+
+/// Removes the lock file when the holder is done (or unwinds).
+#[derive(Debug)]
+struct LockGuard {
+    path: PathBuf,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Session ids become file names: plain ASCII letters, digits, `-`, `_` and `.`, not starting
+/// with a dot, at most 128 characters.
+fn validate(session_id: &str) -> Result<(), StoreError> {
+    let plain = !session_id.is_empty()
+        && session_id.len() <= 128
+        && !session_id.starts_with('.')
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if plain {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidSessionId(session_id.to_owned()))
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (dir, File::open);
+        Ok(())
+    }
+}
+
+/// A per-process tag for temp and lock files (the crate never asks the OS about processes).
+fn holder_tag() -> u64 {
+    static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        // Truncation is fine: the tag only has to differ between concurrent writers.
+        (nanos as u64) ^ (std::ptr::addr_of!(TAG) as u64).rotate_left(32)
+    })
+}
+
+fn unique() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    COUNTER.fetch_add(1, Ordering::Relaxed) ^ (nanos << 20)
+}
+
+fn io_error(operation: &'static str, path: &Path, source: io::Error) -> StoreError {
+    StoreError::Io {
+        operation,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_cannot_escape_the_directory() {
+        let store = HandleStore::new("/tmp/handles");
+        for bad in ["", "../x", "a/b", ".hidden", "a\\b", "é", &"x".repeat(129)] {
+            assert!(
+                matches!(store.path_of(bad), Err(StoreError::InvalidSessionId(_))),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            store.path_of("0193-ab_c.d").unwrap(),
+            Path::new("/tmp/handles/0193-ab_c.d.json")
+        );
+    }
+}
