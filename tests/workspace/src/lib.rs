@@ -115,15 +115,14 @@ pub fn layering_violations(metadata: &serde_json::Value) -> Vec<String> {
             if !seen.insert(next.clone()) {
                 continue;
             }
-            if let Some(dep_name) = names.get(&next) {
-                if HOST_CRATE_PREFIXES
+            if let Some(dep_name) = names.get(&next)
+                && HOST_CRATE_PREFIXES
                     .iter()
                     .any(|prefix| dep_name.starts_with(prefix))
-                {
-                    violations.push(format!(
-                        "{name} (L{layer}) reaches host crate {dep_name}: L0–L5 must know nothing of pi or Node"
-                    ));
-                }
+            {
+                violations.push(format!(
+                    "{name} (L{layer}) reaches host crate {dep_name}: L0–L5 must know nothing of pi or Node"
+                ));
             }
             stack.extend(edges.get(&next).into_iter().flatten().cloned());
         }

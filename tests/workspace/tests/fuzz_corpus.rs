@@ -5,7 +5,7 @@ use std::path::Path;
 
 use workspace_checks::workspace_root;
 
-fn replay(target: &str, run: fn(&[u8])) {
+fn replay(target: &str, run: FuzzEntry) {
     let dir = workspace_root().join("fuzz/corpus").join(target);
     let mut inputs = 0;
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
@@ -22,8 +22,11 @@ fn name(path: &Path) -> String {
     path.file_name().unwrap().to_string_lossy().into_owned()
 }
 
+/// The entry point a fuzz target and its corpus replay share.
+type FuzzEntry = fn(&[u8]);
+
 /// Every fuzz target with the function its corpus replays through.
-const TARGETS: &[(&str, fn(&[u8]))] = &[
+const TARGETS: &[(&str, FuzzEntry)] = &[
     (
         "selected_context_blob",
         cursor_proto::fuzzing::selected_context_blob,
