@@ -121,8 +121,12 @@ mod run;
 mod translate;
 mod usage;
 
+pub mod driver;
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
 
 pub use blobs::{BlobId, BlobStore};
 pub use config::{Limits, RunConfig, Timers};

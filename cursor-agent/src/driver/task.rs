@@ -1,0 +1,301 @@
+//! [`RunTask`]: the `select!` loop that owns the stream and the state machine.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use cursor_proto::ir::{Event, StopReason};
+use cursor_transport::client::AGENT_RUN_PATH;
+use cursor_transport::envelope::Code;
+use cursor_transport::{BidiCall, Client, CursorError, Origin, RequestHeaders};
+use tokio::sync::mpsc;
+
+use super::handle::Command;
+use super::now;
+use crate::{AgentEvent, AgentRun, StreamOutcome};
+
+/// How long a cleanly finished run waits for the server to end the stream before resetting it.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// The future that drives one Run; it resolves to the finished [`AgentRun`].
+///
+/// Poll it to completion on any executor that provides tokio's reactor and timer (the
+/// transport's requirement). Dropping it resets the stream.
+#[must_use = "the run makes no progress unless its task is polled"]
+pub struct RunTask {
+    inner: Pin<Box<dyn Future<Output = AgentRun> + Send>>,
+}
+
+impl RunTask {
+    pub(super) fn new(driver: Driver) -> Self {
+        Self {
+            inner: Box::pin(driver.drive()),
+        }
+    }
+}
+
+impl std::fmt::Debug for RunTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunTask").finish_non_exhaustive()
+    }
+}
+
+impl Future for RunTask {
+    type Output = AgentRun;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<AgentRun> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// Everything the task owns.
+pub(super) struct Driver {
+    pub(super) client: Client,
+    pub(super) origin: Origin,
+    pub(super) headers: RequestHeaders,
+    pub(super) run: AgentRun,
+    pub(super) commands: mpsc::UnboundedReceiver<Command>,
+    pub(super) events: mpsc::UnboundedSender<AgentEvent>,
+}
+
+/// What the loop has learned about its peers.
+struct Loop {
+    run: AgentRun,
+    commands: mpsc::UnboundedReceiver<Command>,
+    events: mpsc::UnboundedSender<AgentEvent>,
+    commands_open: bool,
+    /// The event stream is still read.
+    listening: bool,
+    /// The last leg ended with `ToolUse`: the host is owed the next leg's end.
+    owed: bool,
+    /// The run ended with `Done` (half-close politely) rather than failing or being cancelled.
+    clean: bool,
+}
+
+impl Driver {
+    async fn drive(self) -> AgentRun {
+        let mut state = Loop {
+            run: self.run,
+            commands: self.commands,
+            events: self.events,
+            commands_open: true,
+            listening: true,
+            owed: false,
+            clean: false,
+        };
+        let open = self.client.bidi(&self.origin, AGENT_RUN_PATH, self.headers);
+        match state.until(open).await {
+            Some(Ok(mut call)) => {
+                let server_open = state.serve(&mut call).await;
+                state.close(call, server_open).await;
+            }
+            Some(Err(error)) => {
+                state.run.handle_end_of_stream(outcome_of(&error), now());
+                state.settle_owed().await;
+            }
+            // Cancelled or timed out while connecting.
+            None => state.settle_owed().await,
+        }
+        state.run
+    }
+}
+
+impl Loop {
+    /// Runs the stream until the run is finished; returns whether the server side is still
+    /// open.
+    async fn serve(&mut self, call: &mut BidiCall) -> bool {
+        if !self.write(call).await {
+            return false;
+        }
+        if !self.await_response_head(call).await {
+            return false;
+        }
+        loop {
+            if !self.write(call).await {
+                return false;
+            }
+            self.forward();
+            if self.run.is_finished() {
+                return true;
+            }
+            let deadline = self.run.poll_timeout();
+            tokio::select! {
+                biased;
+                command = self.commands.recv(), if self.commands_open => self.apply(command),
+                message = call.recv() => match message {
+                    Ok(Some(bytes)) => self.run.handle_server_bytes(&bytes, now()),
+                    Ok(None) => {
+                        self.run.handle_end_of_stream(StreamOutcome::Ok, now());
+                        self.forward();
+                        return false;
+                    }
+                    Err(error) => {
+                        self.run.handle_end_of_stream(outcome_of(&error), now());
+                        self.forward();
+                        return false;
+                    }
+                },
+                () = sleep_until(deadline) => self.run.handle_timeout(now()),
+                () = self.events.closed(), if self.listening => self.stop_listening(),
+            }
+        }
+    }
+
+    /// Waits for the response head without dropping the wait (the transport's first receive is
+    /// not cancel-safe); frames queued meanwhile are written once it arrived. Returns false
+    /// when the head was an error.
+    async fn await_response_head(&mut self, call: &mut BidiCall) -> bool {
+        let head = async { call.response_headers().await.map(|_| ()) };
+        match self.until(head).await {
+            // Finished first (cancelled, timed out): closing resets the stream.
+            None | Some(Ok(())) => true,
+            Some(Err(error)) => {
+                self.run.handle_end_of_stream(outcome_of(&error), now());
+                self.forward();
+                false
+            }
+        }
+    }
+
+    /// Runs `future` to completion while applying commands and timers, without writing (the
+    /// future may hold the stream); `None` when the run finished first.
+    async fn until<F: Future>(&mut self, future: F) -> Option<F::Output> {
+        tokio::pin!(future);
+        loop {
+            self.forward();
+            if self.run.is_finished() {
+                return None;
+            }
+            let deadline = self.run.poll_timeout();
+            tokio::select! {
+                biased;
+                output = &mut future => return Some(output),
+                command = self.commands.recv(), if self.commands_open => self.apply(command),
+                () = sleep_until(deadline) => self.run.handle_timeout(now()),
+                () = self.events.closed(), if self.listening => self.stop_listening(),
+            }
+        }
+    }
+
+    /// Writes every queued frame; a failed write ends the run with the transport's error.
+    async fn write(&mut self, call: &mut BidiCall) -> bool {
+        while let Some(frame) = self.run.poll_transmit_bytes() {
+            if let Err(error) = call.send(&frame).await {
+                self.run.handle_end_of_stream(outcome_of(&error), now());
+                self.forward();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Hands every queued event to the host, tracking how the legs end.
+    fn forward(&mut self) {
+        while let Some(event) = self.run.poll_event() {
+            if let AgentEvent::Ir(ir) = &event {
+                match ir {
+                    Event::Done {
+                        reason: StopReason::ToolUse,
+                    } => self.owed = true,
+                    Event::Done { .. } => {
+                        self.owed = false;
+                        self.clean = true;
+                    }
+                    Event::Error(_) | Event::Aborted => {
+                        self.owed = false;
+                        self.clean = false;
+                    }
+                    _ => {}
+                }
+            }
+            if self.listening && self.events.send(event).is_err() {
+                self.listening = false;
+            }
+        }
+        if !self.listening && !self.run.is_finished() {
+            self.stop_listening();
+        }
+    }
+
+    /// Nobody reads the events any more: the run is cancelled.
+    fn stop_listening(&mut self) {
+        self.listening = false;
+        self.run.cancel(now());
+        while self.run.poll_event().is_some() {}
+        self.owed = false;
+        self.clean = false;
+    }
+
+    fn apply(&mut self, command: Option<Command>) {
+        match command {
+            Some(Command::Submit { results, reply }) => {
+                let result = self.run.submit_tool_results(results, now());
+                if result.is_ok() {
+                    self.owed = false;
+                }
+                let _ = reply.send(result);
+            }
+            Some(Command::UpdateTools(tools)) => self.run.update_tools(tools),
+            Some(Command::Cancel) => self.run.cancel(now()),
+            None => {
+                self.commands_open = false;
+                // Nobody can submit the results this run waits for.
+                if self.run.is_awaiting_tool_results() {
+                    self.run.cancel(now());
+                }
+            }
+        }
+    }
+
+    /// A failure while the host ran its tools is reported as the next leg's end: wait for the
+    /// host to come back (submit or cancel) before the event stream ends.
+    async fn settle_owed(&mut self) {
+        self.forward();
+        while self.owed && self.commands_open && self.listening {
+            tokio::select! {
+                command = self.commands.recv() => self.apply(command),
+                () = self.events.closed() => self.listening = false,
+            }
+            self.forward();
+        }
+    }
+
+    /// Ends the stream: a polite half-close after a clean finish (the server gets a moment to
+    /// end its side), a reset otherwise.
+    async fn close(&mut self, mut call: BidiCall, server_open: bool) {
+        if !self.clean || !server_open {
+            call.cancel();
+        }
+        self.settle_owed().await;
+        // The event stream ends here, before any grace period: the turn is not held open.
+        let (closed, _) = mpsc::unbounded_channel();
+        drop(std::mem::replace(&mut self.events, closed));
+        if self.clean && server_open {
+            let _ = call.close_send();
+            let drained = tokio::time::timeout(CLOSE_GRACE, async {
+                while let Ok(Some(_)) = call.recv().await {}
+            })
+            .await;
+            if drained.is_err() {
+                call.cancel();
+            }
+        }
+    }
+}
+
+/// Sleeps until `deadline` on tokio's clock, forever when there is none.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How the transport's failure ends the stream for the run.
+fn outcome_of(error: &CursorError) -> StreamOutcome {
+    match error.code() {
+        Some(Code::NotFound) => StreamOutcome::NotFound(error.to_info()),
+        _ => StreamOutcome::Err(error.to_info()),
+    }
+}

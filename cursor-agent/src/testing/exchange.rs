@@ -1,0 +1,577 @@
+//! One Run stream as the replica serves it.
+
+use cursor_proto::agent::v1::{
+    self as wire, AgentClientMessage, AgentRunRequest, AgentServerMessage,
+    ConversationStateStructure, agent_client_message::Message as Client,
+    agent_server_message::Message as Server, exec_client_control_message::Message as Control,
+    exec_client_message::Message as Reply, exec_server_message::Message as Exec,
+    interaction_update::Message as Update, kv_client_message::Message as KvReply,
+};
+use cursor_proto::selected_context_blob::SelectedContextBlob;
+use cursor_transport::envelope::{Code, ConnectError};
+use cursor_transport::testing::ServerCall;
+use prost::Message as _;
+use serde_json::Value;
+
+use super::checkpoint::{StoredConversation, Turn};
+use super::model::{self, Intent};
+use super::{ExecRecord, Replica, RunRecord, Script};
+use crate::RunLabel;
+
+/// How the stream ends once the exchange stops.
+enum End {
+    Ok,
+    Error(ConnectError),
+    /// Keep the stream open until the client closes or resets it.
+    HoldOpen,
+    Unauthorized,
+    /// The client is gone or broke the exchange; nothing more to send.
+    Abandon,
+}
+
+/// Why the exchange stopped early: the record's outcome and how to end the stream.
+struct Stop {
+    outcome: String,
+    end: End,
+}
+
+impl Stop {
+    fn gone(what: impl std::fmt::Display) -> Self {
+        Self {
+            outcome: format!("client-closed: {what}"),
+            end: End::Abandon,
+        }
+    }
+
+    fn reject(why: impl Into<String>) -> Self {
+        let why = why.into();
+        Self {
+            outcome: format!("rejected: {why}"),
+            end: End::Error(ConnectError::new(Code::InvalidArgument, why)),
+        }
+    }
+}
+
+/// Serves one call and records it.
+pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
+    if call.path() != cursor_transport::client::AGENT_RUN_PATH {
+        let error = ConnectError::new(Code::Unimplemented, "the replica serves only Run");
+        let _ = call.finish_error(error).await;
+        return;
+    }
+    let script = replica.next_script();
+    let mut exchange = Exchange {
+        replica: &replica,
+        call: &mut call,
+        record: RunRecord::default(),
+        next_id: 1,
+    };
+    let end = match exchange.run(script).await {
+        Ok(end) => {
+            if exchange.record.outcome.is_empty() {
+                exchange.record.outcome = "completed".into();
+            }
+            end
+        }
+        Err(stop) => {
+            exchange.record.outcome = stop.outcome;
+            stop.end
+        }
+    };
+    let record = exchange.record;
+    replica.record(record);
+    match end {
+        End::Ok => {
+            let _ = call.finish_ok().await;
+        }
+        End::Error(error) => {
+            let _ = call.finish_error(error).await;
+        }
+        End::Unauthorized => {
+            let error = ConnectError::new(Code::Unauthenticated, "Not logged in");
+            let _ = call
+                .respond(401, "application/json", error.to_unary_json())
+                .await;
+        }
+        End::HoldOpen => while let Ok(Some(_)) = call.recv().await {},
+        End::Abandon => {}
+    }
+}
+
+struct Exchange<'a> {
+    replica: &'a Replica,
+    call: &'a mut ServerCall,
+    record: RunRecord,
+    /// Ids of KV and exec requests, unique within the stream.
+    next_id: u32,
+}
+
+impl Exchange<'_> {
+    async fn run(&mut self, script: Script) -> Result<End, Stop> {
+        if self.replica.fail_auth() || script == Script::Unauthenticated {
+            return Err(Stop {
+                outcome: "unauthenticated".into(),
+                end: End::Unauthorized,
+            });
+        }
+        let request = self.run_request().await?;
+        let state = request.conversation_state.clone().unwrap_or_default();
+        let conversation_id = request.conversation_id.clone().unwrap_or_default();
+        match &script {
+            Script::NotFound => return Err(not_found()),
+            Script::MalformedFrame => {
+                self.send_bytes(&[0xff, 0xff, 0xff, 0xff]).await?;
+                return self.scripted();
+            }
+            Script::Frames(frames) => {
+                for frame in frames {
+                    self.send_bytes(&frame.encode_to_vec()).await?;
+                }
+                return self.scripted();
+            }
+            Script::Silent => {
+                self.record.outcome = "silent".into();
+                return Ok(End::HoldOpen);
+            }
+            Script::Model | Script::Unauthenticated | Script::BlobMiss => {}
+        }
+
+        let stored = self.replica.conversation(&conversation_id);
+        let resumed = match (&stored, state.turns.is_empty()) {
+            (_, true) => None,
+            (Some(stored), false) if stored.journal() == state.turns => Some(stored.clone()),
+            // A journal this backend never wrote, or an outdated one: the conversation is gone.
+            _ => return Err(not_found()),
+        };
+        let label = match resumed {
+            Some(_) => RunLabel::Resume,
+            None => RunLabel::Rebuild,
+        };
+        self.record.label = label.as_str().into();
+        if script == Script::BlobMiss {
+            self.fetch_blob(&[0xee; 32]).await?;
+            return Err(Stop::reject("a blob nobody stored was answered"));
+        }
+        let root_texts = self.read_root_prompt(&state, &request).await?;
+
+        let earlier: Vec<String> = match &resumed {
+            Some(stored) => stored.turns.iter().map(|t| t.user.clone()).collect(),
+            None => root_texts,
+        };
+        let user_text = self.record.user_text.clone();
+        let answer = match model::intent(&user_text, &earlier) {
+            Intent::Answer(answer) => answer,
+            Intent::Shell(command) => self.shell(&command, &state).await?,
+            Intent::Tool { name, arguments } => self.tool(&name, &arguments).await?,
+        };
+        for delta in model::deltas(&answer) {
+            self.update(Update::TextDelta(wire::TextDeltaUpdate { text: delta }))
+                .await?;
+            self.update(Update::TokenDelta(wire::TokenDeltaUpdate { tokens: 1 }))
+                .await?;
+        }
+        self.record.answer = answer.clone();
+
+        let mut conversation = resumed.unwrap_or_else(StoredConversation::default);
+        conversation.turns.push(Turn {
+            user: user_text,
+            assistant: answer.clone(),
+        });
+        let checkpoint = conversation.checkpoint(&state);
+        self.replica.store(&conversation_id, conversation);
+        self.send(Server::ConversationCheckpointUpdate(checkpoint))
+            .await?;
+        let output = i64::try_from(model::deltas(&answer).len()).unwrap_or(i64::MAX);
+        self.update(Update::TurnEnded(wire::TurnEndedUpdate {
+            output_tokens: Some(output),
+            ..Default::default()
+        }))
+        .await?;
+        Ok(if self.replica.hold_open() {
+            End::HoldOpen
+        } else {
+            End::Ok
+        })
+    }
+
+    fn scripted(&mut self) -> Result<End, Stop> {
+        self.record.outcome = "scripted".into();
+        Ok(End::Ok)
+    }
+
+    /// Reads and checks the run request, filling the record's request fields.
+    async fn run_request(&mut self) -> Result<AgentRunRequest, Stop> {
+        let Some(Client::RunRequest(request)) = self.next().await? else {
+            return Err(Stop::reject("the first frame is not a run request"));
+        };
+        let Some(wire::conversation_action::Action::UserMessageAction(action)) =
+            request.action.as_ref().and_then(|a| a.action.as_ref())
+        else {
+            return Err(Stop::reject("the run request carries no user message"));
+        };
+        let user = action.user_message.clone().unwrap_or_default();
+        self.record.conversation_id = request.conversation_id.clone().unwrap_or_default();
+        self.record.model = request
+            .requested_model
+            .as_ref()
+            .map(|m| m.model_id.clone())
+            .unwrap_or_default();
+        self.record.user_text = user.text;
+        self.record.mcp_tools_sent = request.mcp_tools.is_some();
+        if self.record.conversation_id.is_empty() {
+            return Err(Stop::reject("the run request has no conversation id"));
+        }
+        Ok(request)
+    }
+
+    /// Fetches every root-prompt blob and the selected-context blob over KV, checks them, and
+    /// returns the user texts the root prompt carries.
+    async fn read_root_prompt(
+        &mut self,
+        state: &ConversationStateStructure,
+        request: &AgentRunRequest,
+    ) -> Result<Vec<String>, Stop> {
+        let mut texts = Vec::new();
+        for id in &state.root_prompt_messages_json {
+            let blob = self.fetch_blob(id).await?;
+            self.record.blobs_fetched += 1;
+            let message: Value = serde_json::from_slice(&blob)
+                .map_err(|e| Stop::reject(format!("a root prompt blob is not JSON: {e}")))?;
+            self.read_prompt_message(&message, &mut texts);
+        }
+        self.record.root_prompt_user_texts = texts.clone();
+        let context_id = match request.action.as_ref().and_then(|a| a.action.as_ref()) {
+            Some(wire::conversation_action::Action::UserMessageAction(action)) => action
+                .user_message
+                .as_ref()
+                .map(|m| m.selected_context_blob.clone())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        if !context_id.is_empty() {
+            let blob = self.fetch_blob(&context_id).await?;
+            let context = SelectedContextBlob::decode(&blob)
+                .map_err(|e| Stop::reject(format!("selected context blob: {e}")))?;
+            if context.root_prompt_blob_ids != state.root_prompt_messages_json {
+                return Err(Stop::reject(
+                    "the selected context blob names other root prompt blobs",
+                ));
+            }
+        }
+        Ok(texts)
+    }
+
+    fn read_prompt_message(&mut self, message: &Value, texts: &mut Vec<String>) {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let parts = message.get("content").and_then(Value::as_array);
+        let text = parts
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if role == "user" && text.starts_with("<rules>") {
+            return;
+        }
+        self.record.history_replayed = true;
+        if role == "user" {
+            let inner = text
+                .strip_prefix("<user_query>\n")
+                .and_then(|t| t.strip_suffix("\n</user_query>"))
+                .unwrap_or(&text);
+            texts.push(inner.to_owned());
+        }
+    }
+
+    /// Asks for one blob; the client must answer it with data.
+    async fn fetch_blob(&mut self, blob_id: &[u8]) -> Result<Vec<u8>, Stop> {
+        let id = self.next_id();
+        self.send(Server::KvServerMessage(wire::KvServerMessage {
+            id,
+            message: Some(wire::kv_server_message::Message::GetBlobArgs(
+                wire::GetBlobArgs {
+                    blob_id: blob_id.to_vec(),
+                },
+            )),
+        }))
+        .await?;
+        match self.next().await {
+            Ok(Some(Client::KvClientMessage(wire::KvClientMessage {
+                id: answered,
+                message: Some(KvReply::GetBlobResult(result)),
+            }))) if answered == id => result
+                .blob_data
+                .ok_or_else(|| Stop::reject("a blob was answered without data")),
+            Ok(_) => Err(Stop::reject("expected the answer to a blob request")),
+            // A client that lacks the blob fails closed and leaves: that is the miss.
+            Err(_) => Err(Stop {
+                outcome: "blob-miss".into(),
+                end: End::Abandon,
+            }),
+        }
+    }
+
+    /// A native shell exec (`shell_stream_args`), answered with what the client sent back.
+    async fn shell(
+        &mut self,
+        command: &str,
+        state: &ConversationStateStructure,
+    ) -> Result<String, Stop> {
+        let id = self.next_id();
+        let cwd = state
+            .previous_workspace_uris
+            .first()
+            .map(|uri| uri.strip_prefix("file://").unwrap_or(uri).to_owned())
+            .unwrap_or_default();
+        self.send(Server::ExecServerMessage(wire::ExecServerMessage {
+            id,
+            exec_id: format!("exec-{id}"),
+            message: Some(Exec::ShellStreamArgs(wire::ShellArgs {
+                command: command.to_owned(),
+                working_directory: cwd,
+                tool_call_id: format!("call-{id}"),
+                description: "Run the command".into(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }))
+        .await?;
+        let mut stdout = String::new();
+        let mut status = String::from("success");
+        let mut note = String::new();
+        for reply in self.exec_replies(id).await? {
+            match reply {
+                ExecReply::Typed(Reply::ShellStream(stream)) => {
+                    use wire::shell_stream::Event;
+                    match stream.event {
+                        Some(Event::Stdout(out)) => stdout.push_str(&out.data),
+                        Some(Event::Stderr(err)) => stdout.push_str(&err.data),
+                        Some(Event::Exit(exit)) if exit.code != 0 => {
+                            status = "error".into();
+                            note = format!(" (exit code {})", exit.code);
+                        }
+                        Some(Event::Rejected(rejected)) => {
+                            status = "rejected".into();
+                            stdout = rejected.reason;
+                        }
+                        _ => {}
+                    }
+                }
+                ExecReply::Typed(Reply::ShellResult(result)) => {
+                    use wire::shell_result::Result as Shell;
+                    match result.result {
+                        Some(Shell::Success(ok)) => stdout = ok.stdout,
+                        Some(Shell::Rejected(rejected)) => {
+                            status = "rejected".into();
+                            stdout = rejected.reason;
+                        }
+                        _ => status = "error".into(),
+                    }
+                }
+                ExecReply::Thrown(error) => {
+                    status = "thrown".into();
+                    stdout = error;
+                }
+                ExecReply::Typed(_) => {
+                    return Err(Stop::reject("a shell exec got a foreign result"));
+                }
+            }
+        }
+        self.record.execs.push(ExecRecord {
+            kind: "shell_stream".into(),
+            request: command.to_owned(),
+            result: stdout.clone(),
+            status: status.clone(),
+        });
+        let output = stdout.trim_end();
+        Ok(match status.as_str() {
+            "success" => format!("The command printed: {output}"),
+            "error" => format!("The command failed{note}: {output}"),
+            _ => format!("The command was refused: {output}"),
+        })
+    }
+
+    /// An MCP tool call (`mcp_args`), answered with the host's result.
+    async fn tool(&mut self, name: &str, arguments: &Value) -> Result<String, Stop> {
+        let id = self.next_id();
+        let args = match arguments {
+            Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| (k.clone(), proto_value(v)))
+                .collect(),
+            _ => Default::default(),
+        };
+        self.send(Server::ExecServerMessage(wire::ExecServerMessage {
+            id,
+            exec_id: format!("exec-{id}"),
+            message: Some(Exec::McpArgs(wire::McpArgs {
+                name: name.to_owned(),
+                args,
+                tool_call_id: format!("call-{id}"),
+                provider_identifier: "pi".into(),
+                tool_name: name.to_owned(),
+            })),
+            ..Default::default()
+        }))
+        .await?;
+        let mut text = String::new();
+        let mut status = String::from("success");
+        for reply in self.exec_replies(id).await? {
+            use wire::mcp_result::Result as Mcp;
+            match reply {
+                ExecReply::Typed(Reply::McpResult(result)) => match result.result {
+                    Some(Mcp::Success(ok)) => {
+                        if ok.is_error {
+                            status = "error".into();
+                        }
+                        text = ok
+                            .content
+                            .iter()
+                            .filter_map(|item| match &item.content {
+                                Some(wire::mcp_tool_result_content_item::Content::Text(t)) => {
+                                    Some(t.text.as_str())
+                                }
+                                _ => None,
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n");
+                    }
+                    Some(Mcp::Error(error)) => {
+                        status = "error".into();
+                        text = error.error;
+                    }
+                    Some(Mcp::Rejected(rejected)) => {
+                        status = "rejected".into();
+                        text = rejected.reason;
+                    }
+                    Some(Mcp::ToolNotFound(missing)) => {
+                        status = "tool-not-found".into();
+                        text = missing.available_tools.join(", ");
+                    }
+                    None => status = "error".into(),
+                },
+                ExecReply::Thrown(error) => {
+                    status = "thrown".into();
+                    text = error;
+                }
+                ExecReply::Typed(_) => {
+                    return Err(Stop::reject("an MCP call got a foreign result"));
+                }
+            }
+        }
+        self.record.execs.push(ExecRecord {
+            kind: "mcp".into(),
+            request: format!("{name} {arguments}"),
+            result: text.clone(),
+            status: status.clone(),
+        });
+        Ok(match status.as_str() {
+            "success" => format!("The tool {name} answered: {text}"),
+            "tool-not-found" => format!("There is no tool named {name} (available: {text})."),
+            _ => format!("The tool {name} failed: {text}"),
+        })
+    }
+
+    /// Every reply to exec `id` up to its `stream_close`.
+    async fn exec_replies(&mut self, id: u32) -> Result<Vec<ExecReply>, Stop> {
+        let mut replies = Vec::new();
+        loop {
+            match self.next().await? {
+                Some(Client::ExecClientMessage(reply)) if reply.id == id => {
+                    if let Some(message) = reply.message {
+                        replies.push(ExecReply::Typed(message));
+                    }
+                }
+                Some(Client::ExecClientControlMessage(control)) => match control.message {
+                    Some(Control::StreamClose(close)) if close.id == id => return Ok(replies),
+                    Some(Control::Throw(thrown)) if thrown.id == id => {
+                        replies.push(ExecReply::Thrown(thrown.error));
+                    }
+                    _ => return Err(Stop::reject("an exec control frame for another exec")),
+                },
+                _ => return Err(Stop::reject("expected the answer to an exec request")),
+            }
+        }
+    }
+
+    /// The next client frame that is not a keep-alive.
+    async fn next(&mut self) -> Result<Option<Client>, Stop> {
+        loop {
+            let bytes = match self.call.recv().await {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => return Err(Stop::gone("half-closed")),
+                Err(error) => return Err(Stop::gone(error)),
+            };
+            let frame = AgentClientMessage::decode(bytes)
+                .map_err(|e| Stop::reject(format!("undecodable client frame: {e}")))?;
+            match frame.message {
+                Some(Client::ClientHeartbeat(_)) => {}
+                Some(Client::ExecClientControlMessage(wire::ExecClientControlMessage {
+                    message: Some(Control::Heartbeat(_)),
+                })) => {}
+                other => return Ok(other),
+            }
+        }
+    }
+
+    async fn update(&mut self, update: Update) -> Result<(), Stop> {
+        self.send(Server::InteractionUpdate(wire::InteractionUpdate {
+            message: Some(update),
+            ..Default::default()
+        }))
+        .await
+    }
+
+    async fn send(&mut self, message: Server) -> Result<(), Stop> {
+        let frame = AgentServerMessage {
+            message: Some(message),
+            ..Default::default()
+        };
+        self.send_bytes(&frame.encode_to_vec()).await
+    }
+
+    async fn send_bytes(&mut self, bytes: &[u8]) -> Result<(), Stop> {
+        self.call.send(bytes).await.map_err(Stop::gone)
+    }
+
+    fn next_id(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+}
+
+/// One reply to an exec request.
+enum ExecReply {
+    Typed(Reply),
+    Thrown(String),
+}
+
+fn not_found() -> Stop {
+    Stop {
+        outcome: "not-found".into(),
+        end: End::Error(ConnectError::new(Code::NotFound, "conversation not found")),
+    }
+}
+
+/// A JSON value as the protobuf `Value` MCP arguments travel in.
+fn proto_value(json: &Value) -> prost_types::Value {
+    use prost_types::value::Kind;
+    let kind = match json {
+        Value::Null => Kind::NullValue(0),
+        Value::Bool(b) => Kind::BoolValue(*b),
+        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or_default()),
+        Value::String(s) => Kind::StringValue(s.clone()),
+        Value::Array(items) => Kind::ListValue(prost_types::ListValue {
+            values: items.iter().map(proto_value).collect(),
+        }),
+        Value::Object(map) => Kind::StructValue(prost_types::Struct {
+            fields: map
+                .iter()
+                .map(|(k, v)| (k.clone(), proto_value(v)))
+                .collect(),
+        }),
+    };
+    prost_types::Value { kind: Some(kind) }
+}

@@ -1,0 +1,118 @@
+//! The replica's deterministic "model": what a user text asks for, and the answer.
+
+/// What one user turn asks the model to do.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Intent {
+    /// Answer with this text right away.
+    Answer(String),
+    /// Run a shell command through a native exec, then report its output.
+    Shell(String),
+    /// Call a host MCP tool, then report its result.
+    Tool {
+        name: String,
+        arguments: serde_json::Value,
+    },
+}
+
+const RECALL: &str = "what did i ask you to remember";
+
+/// Reads the user's turn; `earlier` are the user texts of the conversation before it.
+pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
+    let text = user_text.trim();
+    let lower = text.to_lowercase();
+    if lower == "ping" {
+        return Intent::Answer("pong".into());
+    }
+    if let Some(command) = strip_prefix_ci(text, "run:") {
+        return Intent::Shell(command.trim().to_owned());
+    }
+    if let Some(call) = strip_prefix_ci(text, "tool:") {
+        let call = call.trim();
+        let (name, arguments) = call.split_once(char::is_whitespace).unwrap_or((call, "{}"));
+        return match serde_json::from_str(arguments.trim()) {
+            Ok(arguments) => Intent::Tool {
+                name: name.to_owned(),
+                arguments,
+            },
+            Err(e) => Intent::Answer(format!("Those tool arguments are not JSON: {e}.")),
+        };
+    }
+    if fact_of(text).is_some() {
+        return Intent::Answer("OK, I will remember that.".into());
+    }
+    if lower.contains(RECALL) {
+        let facts: Vec<&str> = earlier.iter().filter_map(|t| fact_of(t)).collect();
+        return Intent::Answer(if facts.is_empty() {
+            "You did not ask me to remember anything.".into()
+        } else {
+            format!("You asked me to remember: {}.", facts.join("; "))
+        });
+    }
+    Intent::Answer(format!("You said: {text}"))
+}
+
+/// The fact in `remember <fact>`, if the text is one.
+fn fact_of(text: &str) -> Option<&str> {
+    let rest = strip_prefix_ci(text.trim(), "remember")?;
+    let fact = rest.trim_start_matches([':', ' ']).trim();
+    (!fact.is_empty() && !rest.starts_with(char::is_alphanumeric)).then_some(fact)
+}
+
+fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// The answer streamed in word-sized deltas (each keeps its trailing space).
+pub(super) fn deltas(answer: &str) -> Vec<String> {
+    answer.split_inclusive(' ').map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn commands_tools_and_pings_are_recognized() {
+        assert_eq!(intent("ping", &[]), Intent::Answer("pong".into()));
+        assert_eq!(intent("run: echo hi", &[]), Intent::Shell("echo hi".into()));
+        assert_eq!(
+            intent(r#"tool: add {"a": 1}"#, &[]),
+            Intent::Tool {
+                name: "add".into(),
+                arguments: json!({"a": 1})
+            }
+        );
+        assert!(matches!(intent("tool: add {", &[]), Intent::Answer(t) if t.contains("not JSON")));
+    }
+
+    #[test]
+    fn recall_lists_every_fact_stated_earlier_in_order() {
+        let earlier = vec![
+            "remember the pass phrase XK-PLATYPUS-77 / 林蓓".to_owned(),
+            "ping".to_owned(),
+            "Remember: the door is blue".to_owned(),
+            "remembering is hard".to_owned(),
+        ];
+        assert_eq!(
+            intent("What did I ask you to remember?", &earlier),
+            Intent::Answer(
+                "You asked me to remember: the pass phrase XK-PLATYPUS-77 / 林蓓; the door is blue."
+                    .into()
+            )
+        );
+        assert_eq!(
+            intent("what did I ask you to remember?", &[]),
+            Intent::Answer("You did not ask me to remember anything.".into())
+        );
+    }
+
+    #[test]
+    fn deltas_rejoin_to_the_answer() {
+        let answer = "You said: a b  c";
+        assert_eq!(deltas(answer).concat(), answer);
+        assert_eq!(deltas("pong"), vec!["pong"]);
+    }
+}

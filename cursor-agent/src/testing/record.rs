@@ -1,0 +1,58 @@
+//! What the replica records about each Run.
+
+use serde::Serialize;
+
+/// One Run as the replica saw it. Serializes to one JSON object (see
+/// [`RunRecord::to_json_line`]).
+#[non_exhaustive]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// `agent-resume` when the conversation id was known and the state carried its last
+    /// checkpoint, `agent-rebuild` otherwise; empty when the Run never got that far.
+    pub label: String,
+    /// The conversation id of the run request.
+    pub conversation_id: String,
+    /// The requested model slug.
+    pub model: String,
+    /// The text of the current user turn.
+    pub user_text: String,
+    /// The user texts found in the root prompt blobs (`<user_query>` contents), in order.
+    pub root_prompt_user_texts: Vec<String>,
+    /// True when the root prompt carried history (anything besides `<rules>` messages).
+    pub history_replayed: bool,
+    /// How many root-prompt blobs were fetched over KV (each one parsed as JSON).
+    pub blobs_fetched: usize,
+    /// True when the run request carried `mcp_tools`.
+    pub mcp_tools_sent: bool,
+    /// The exec requests sent and the results received, in order.
+    pub execs: Vec<ExecRecord>,
+    /// The answer text streamed.
+    pub answer: String,
+    /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `blob-miss`,
+    /// `client-closed`, `scripted`, `rejected: <why>`.
+    pub outcome: String,
+}
+
+/// One exec request of a Run and what came back.
+#[non_exhaustive]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecRecord {
+    /// `shell_stream` or `mcp`.
+    pub kind: String,
+    /// The command, or the tool name and its JSON arguments.
+    pub request: String,
+    /// The output text the client sent back (stdout, tool text, or the refusal reason).
+    pub result: String,
+    /// How the client answered: `success`, `rejected`, `error`, `thrown`, `tool-not-found`.
+    pub status: String,
+}
+
+impl RunRecord {
+    /// The record as one line of JSON (no trailing newline).
+    pub fn to_json_line(&self) -> String {
+        // A struct of strings, numbers and booleans always serializes.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}

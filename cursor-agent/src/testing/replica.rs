@@ -1,0 +1,196 @@
+//! [`Replica`]: the shared state of the replica, and [`ReplicaServer`], a replica serving on
+//! its own loopback server.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use cursor_transport::Origin;
+use cursor_transport::testing::{TestServer, TestServerBuilder};
+use tokio::task::JoinHandle;
+
+use super::checkpoint::StoredConversation;
+use super::{RunRecord, Script, exchange};
+
+type Sink = Arc<dyn Fn(&RunRecord) + Send + Sync>;
+
+#[derive(Default)]
+struct State {
+    scripts: VecDeque<Script>,
+    conversations: HashMap<String, StoredConversation>,
+    runs: Vec<RunRecord>,
+    hold_open: bool,
+    fail_auth: bool,
+    sink: Option<Sink>,
+}
+
+/// The agent backend replica: its conversations, scripts and records. Cheap to clone; clones
+/// share everything.
+///
+/// Serve it on a server of its own with [`Replica::start`] (or [`Replica::listen`] for a server
+/// with a handler for plain HTTP requests), or on an existing
+/// [`TestServer`] with [`Replica::serve`], for example a catalog fixture's, so the model
+/// catalog and `Run` share one origin.
+#[derive(Clone, Default)]
+pub struct Replica {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Replica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("Replica")
+            .field("conversations", &state.conversations.len())
+            .field("runs", &state.runs.len())
+            .field("scripts", &state.scripts)
+            .field("hold_open", &state.hold_open)
+            .field("fail_auth", &state.fail_auth)
+            .finish()
+    }
+}
+
+impl Replica {
+    /// A replica with no conversations, not serving yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts a replica on a fresh loopback server.
+    pub async fn start() -> std::io::Result<ReplicaServer> {
+        Self::new().listen(TestServer::builder()).await
+    }
+
+    /// Starts serving this replica on a server built from `builder` (give it a
+    /// [`handler`](TestServerBuilder::handler) to answer unary and plain HTTP requests, such as
+    /// a token refresh, on the same origin).
+    pub async fn listen(self, builder: TestServerBuilder) -> std::io::Result<ReplicaServer> {
+        let mut server = builder.start().await?;
+        let origin = server.origin();
+        let replica = self.clone();
+        let task = tokio::spawn(async move { replica.serve(&mut server).await });
+        Ok(ReplicaServer {
+            replica: self,
+            origin,
+            task,
+        })
+    }
+
+    /// Serves every streaming call `server` accepts until it stops: `Run` calls as the agent
+    /// backend, anything else with Connect `unimplemented`. Each call runs in its own task.
+    pub async fn serve(&self, server: &mut TestServer) {
+        while let Some(call) = server.accept().await {
+            tokio::spawn(exchange::serve(self.clone(), call));
+        }
+    }
+
+    /// Queues `script` for the next Run that has none yet.
+    pub fn script(&self, script: Script) {
+        self.lock().scripts.push_back(script);
+    }
+
+    /// Keeps every stream open after `turn_ended` until the client closes or resets it (a
+    /// server that does so must not hold the client's turn open).
+    pub fn set_hold_open(&self, hold: bool) {
+        self.lock().hold_open = hold;
+    }
+
+    /// Answers every Run with HTTP 401 (an expired or revoked token).
+    pub fn set_fail_auth(&self, fail: bool) {
+        self.lock().fail_auth = fail;
+    }
+
+    /// Calls `sink` with each Run's record as the Run ends (for logs).
+    pub fn set_record_sink(&self, sink: impl Fn(&RunRecord) + Send + Sync + 'static) {
+        self.lock().sink = Some(Arc::new(sink));
+    }
+
+    /// The records of every Run that ended so far, in the order they ended.
+    pub fn runs(&self) -> Vec<RunRecord> {
+        self.lock().runs.clone()
+    }
+
+    /// How many completed turns the replica holds for `conversation_id`.
+    pub fn turns(&self, conversation_id: &str) -> Option<usize> {
+        self.lock()
+            .conversations
+            .get(conversation_id)
+            .map(|c| c.turns.len())
+    }
+
+    /// Drops a conversation, as the backend does when it expires one: resuming it then ends
+    /// with `not_found`.
+    pub fn forget(&self, conversation_id: &str) {
+        self.lock().conversations.remove(conversation_id);
+    }
+
+    pub(super) fn next_script(&self) -> Script {
+        self.lock().scripts.pop_front().unwrap_or(Script::Model)
+    }
+
+    pub(super) fn fail_auth(&self) -> bool {
+        self.lock().fail_auth
+    }
+
+    pub(super) fn hold_open(&self) -> bool {
+        self.lock().hold_open
+    }
+
+    pub(super) fn conversation(&self, id: &str) -> Option<StoredConversation> {
+        self.lock().conversations.get(id).cloned()
+    }
+
+    pub(super) fn store(&self, id: &str, conversation: StoredConversation) {
+        self.lock()
+            .conversations
+            .insert(id.to_owned(), conversation);
+    }
+
+    pub(super) fn record(&self, record: RunRecord) {
+        let sink = {
+            let mut state = self.lock();
+            state.runs.push(record.clone());
+            state.sink.clone()
+        };
+        if let Some(sink) = sink {
+            sink(&record);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A [`Replica`] serving on its own loopback server; dropping it stops the server.
+#[derive(Debug)]
+pub struct ReplicaServer {
+    replica: Replica,
+    origin: Origin,
+    task: JoinHandle<()>,
+}
+
+impl ReplicaServer {
+    /// The server's origin (`http://127.0.0.1:<port>`).
+    pub fn origin(&self) -> Origin {
+        self.origin.clone()
+    }
+
+    /// The replica it serves.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+}
+
+impl std::ops::Deref for ReplicaServer {
+    type Target = Replica;
+
+    fn deref(&self) -> &Replica {
+        &self.replica
+    }
+}
+
+impl Drop for ReplicaServer {
+    fn drop(&mut self) {
+        // The server lives in the task; aborting it drops the listener and every connection.
+        self.task.abort();
+    }
+}

@@ -1,0 +1,25 @@
+//! What the next Run does instead of (or besides) the model.
+
+use cursor_proto::agent::v1::AgentServerMessage;
+
+/// A scripted behaviour for one Run; queued with [`Replica::script`](super::Replica::script)
+/// and consumed in order, one per Run opened. Runs without a script use the model.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Script {
+    /// Serve the Run with the deterministic model (the default).
+    Model,
+    /// Answer the open with HTTP 401 and a Connect `unauthenticated` error.
+    Unauthenticated,
+    /// After the run request, send one frame whose payload is not a protobuf message.
+    MalformedFrame,
+    /// Ask for a blob nobody stored before the root prompt (a resume then turns stale).
+    BlobMiss,
+    /// End the stream with a Connect `not_found` error after reading the run request.
+    NotFound,
+    /// Send exactly these frames after the run request, then end the stream successfully.
+    Frames(Vec<AgentServerMessage>),
+    /// Read the run request and then send nothing, keeping the stream open until the client
+    /// gives up.
+    Silent,
+}

@@ -1,0 +1,203 @@
+// The `cursor` provider for pi: a thin JS entry over the native addon built from
+// cursor-pi-adapter (feature `node`). Rust does the work (channel choice, Cursor calls, event
+// mapping, OAuth); this file only registers the provider and bridges pi's objects:
+//
+// - streamSimple: pi's model, context and chosen options go to Rust as JSON; each event comes
+//   back as JSON carrying a snapshot of the assistant message. pi wants ONE live `partial`
+//   object, so every snapshot's fields are copied onto that object before the event is pushed.
+// - pi's abort signal calls the native handle's abort(); Rust then ends the stream with an
+//   `error` event whose reason is `aborted`.
+// - OAuth callbacks, refreshModels and /cursor-doctor wrap the native calls in promises.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+// The addon build.sh produced for this platform; CURSOR_PI_ADDON points elsewhere.
+function loadAddon() {
+  const path =
+    process.env.CURSOR_PI_ADDON ??
+    join(here, "native", `cursor-pi-adapter.${process.platform}-${process.arch}.node`);
+  try {
+    return createRequire(import.meta.url)(path);
+  } catch (error) {
+    throw new Error(
+      `cursor provider: cannot load the native addon at ${path} (${error.message}). ` +
+        `Build it with examples/pi-extension/build.sh.`,
+    );
+  }
+}
+
+// Settles a promise from a native `onDone` payload: {ok} or {error, kind, message, nextStep}.
+function nativeCall(start, signal) {
+  return new Promise((resolve, reject) => {
+    const handle = start((json) => {
+      signal?.removeEventListener?.("abort", onAbort);
+      try {
+        const result = JSON.parse(json);
+        if ("ok" in result) resolve(result.ok);
+        else reject(new Error(result.error));
+      } catch (error) {
+        reject(error);
+      }
+    });
+    function onAbort() {
+      handle.abort();
+    }
+    if (signal?.aborted) handle.abort();
+    else signal?.addEventListener?.("abort", onAbort, { once: true });
+  });
+}
+
+function streamSimple(native, model, context, options) {
+  const stream = createAssistantMessageEventStream();
+  const live = {};
+  let finished = false;
+  const signal = options?.signal;
+  const forwarded = {
+    sessionId: options?.sessionId,
+    reasoning: options?.reasoning,
+    apiKey: options?.apiKey,
+    maxTokens: options?.maxTokens,
+  };
+  const finish = () => {
+    finished = true;
+    signal?.removeEventListener?.("abort", onAbort);
+    stream.end();
+  };
+  const onEvent = (json) => {
+    if (finished) return;
+    try {
+      const event = JSON.parse(json);
+      const key = "partial" in event ? "partial" : "message" in event ? "message" : "error";
+      for (const field of Object.keys(live)) delete live[field];
+      Object.assign(live, event[key]);
+      stream.push({ ...event, [key]: live });
+      if (event.type === "done" || event.type === "error") finish();
+    } catch (error) {
+      // An exception must not escape into the native callback; the turn fails instead.
+      stream.push({ type: "error", reason: "error", error: failedMessage(model, live, error) });
+      finish();
+    }
+  };
+  const handle = native.streamSimple(
+    JSON.stringify(model),
+    JSON.stringify(context),
+    JSON.stringify(forwarded),
+    onEvent,
+  );
+  function onAbort() {
+    handle.abort();
+  }
+  if (signal?.aborted) handle.abort();
+  else signal?.addEventListener?.("abort", onAbort, { once: true });
+  return stream;
+}
+
+// pi's refreshModels: the catalog snapshot rides in pi's models store beside `models`. Offline
+// (every -p, json and --list-models run) it is served as stored; with the network allowed and
+// a login, Rust refreshes it from Cursor and a new snapshot is persisted.
+async function refreshModels(native, info, context) {
+  const stored = context.stored?.[info.snapshotKey];
+  const persisted = stored === undefined ? undefined : JSON.stringify(stored);
+  const token = context.credential?.type === "oauth" ? context.credential.access : undefined;
+  if (!context.allowNetwork || !token) return JSON.parse(native.listModels(persisted)).models;
+  const refreshed = await nativeCall(
+    (onDone) => native.refreshCatalog(token, persisted, context.force === true, onDone),
+    context.signal,
+  );
+  if (refreshed.snapshot) {
+    await context.publish({
+      persist: { models: refreshed.models, checkedAt: Date.now(), [info.snapshotKey]: refreshed.snapshot },
+    });
+  }
+  return refreshed.models;
+}
+
+// The assistant message of a turn the JS side itself had to fail.
+function failedMessage(model, live, error) {
+  const zero = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+  return {
+    role: "assistant",
+    content: [],
+    api: model.api,
+    provider: model.provider,
+    model: model.id,
+    usage: { ...zero, totalTokens: 0, cost: { ...zero, total: 0 } },
+    timestamp: Date.now(),
+    ...live,
+    stopReason: "error",
+    errorMessage:
+      `local error: the cursor extension could not read an event from its native addon (${error.message}) ` +
+      "(next step: rebuild the addon with build.sh so it matches index.mjs)",
+  };
+}
+
+function agentDir() {
+  return process.env.PI_CODING_AGENT_DIR ?? join(homedir(), ".pi", "agent");
+}
+
+function readJson(path) {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+export default function cursorProvider(pi) {
+  const native = loadAddon();
+  const info = JSON.parse(native.providerInfo());
+  const { models, warnings } = JSON.parse(native.listModels());
+  for (const warning of warnings) console.warn(`cursor provider: ${warning}`);
+
+  pi.registerProvider(info.id, {
+    name: "Cursor",
+    baseUrl: "https://api2.cursor.sh",
+    api: info.api,
+    models,
+    refreshModels: (context) => refreshModels(native, info, context),
+    streamSimple: (model, context, options) => streamSimple(native, model, context, options),
+    oauth: {
+      name: "Cursor",
+      login: (callbacks) =>
+        nativeCall(
+          (onDone) =>
+            native.login(
+              (url) =>
+                callbacks.onAuth({
+                  url,
+                  instructions: "Open the link and sign in to Cursor; pi continues when the sign-in completes.",
+                }),
+              onDone,
+            ),
+          callbacks.signal,
+        ),
+      refreshToken: (credentials, signal) =>
+        nativeCall((onDone) => native.refreshToken(JSON.stringify(credentials), onDone), signal),
+      getApiKey: (credentials) => native.getApiKey(JSON.stringify(credentials)),
+    },
+  });
+
+  pi.registerCommand?.("cursor-doctor", {
+    description: "Show the Cursor provider's state: channel, credentials, identity, network, catalog",
+    handler: async (args, ctx) => {
+      const credentials = readJson(join(agentDir(), "auth.json"))?.[info.id];
+      const report = await nativeCall((onDone) =>
+        native.doctor(
+          credentials ? JSON.stringify(credentials) : undefined,
+          undefined,
+          !args.includes("--offline"),
+          onDone,
+        ),
+      );
+      const text = JSON.stringify(report, null, 2);
+      if (ctx?.hasUI) ctx.ui.notify(text, "info");
+      else process.stdout.write(`${text}\n`);
+    },
+  });
+}

@@ -1,0 +1,118 @@
+// The native addon as the JS entry uses it, without pi: run with Node >= 22
+// (`node --test examples/pi-extension/test/addon.test.mjs`) after build.sh. Nothing here touches the network.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const native = createRequire(import.meta.url)(
+  process.env.CURSOR_PI_ADDON ??
+    join(here, "..", "native", `cursor-pi-adapter.${process.platform}-${process.arch}.node`),
+);
+
+const model = {
+  id: "composer-2.5",
+  name: "Composer 2.5",
+  api: "cursor-agent",
+  provider: "cursor",
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+};
+const context = {
+  messages: [{ role: "user", content: [{ type: "text", text: "ping" }], timestamp: 0 }],
+};
+const stored = { type: "oauth", access: "access-1", refresh: "refresh-1", expires: 4102444800000 };
+
+// Runs one stream to its terminal event and returns every event.
+function stream(modelJson, contextJson, options = { apiKey: "token" }) {
+  return new Promise((resolve) => {
+    const events = [];
+    native.streamSimple(modelJson, contextJson, JSON.stringify(options), (json) => {
+      const event = JSON.parse(json);
+      events.push(event);
+      if (event.type === "done" || event.type === "error") resolve(events);
+    });
+  });
+}
+
+function withChannel(value, run) {
+  const before = process.env.CURSOR_PROVIDER_CHANNEL;
+  if (value === undefined) delete process.env.CURSOR_PROVIDER_CHANNEL;
+  else process.env.CURSOR_PROVIDER_CHANNEL = value;
+  return run().finally(() => {
+    if (before === undefined) delete process.env.CURSOR_PROVIDER_CHANNEL;
+    else process.env.CURSOR_PROVIDER_CHANNEL = before;
+  });
+}
+
+test("providerInfo names the provider, its api and the tested pi versions", () => {
+  const info = JSON.parse(native.providerInfo());
+  assert.equal(info.id, "cursor");
+  assert.equal(info.api, "cursor-agent");
+  assert.match(info.testedPiVersions, /0\.99\.1/);
+});
+
+test("listModels returns pi model configs from the static table", () => {
+  const { models, warnings } = JSON.parse(native.listModels());
+  assert.deepEqual(warnings, []);
+  assert.ok(models.length > 0);
+  for (const m of models) {
+    assert.equal(typeof m.id, "string");
+    assert.ok(m.contextWindow > 0 && m.maxTokens > 0, m.id);
+    assert.equal(m.input[0], "text");
+  }
+});
+
+test("listModels falls back to the static table, with a warning, on a broken snapshot", () => {
+  const { models, warnings } = JSON.parse(native.listModels("{broken"));
+  assert.ok(models.length > 0);
+  assert.equal(warnings.length, 1);
+});
+
+test("the agent channel refuses with a named error in a build without its driver", () =>
+  withChannel(undefined, async () => {
+    const events = await stream(JSON.stringify(model), JSON.stringify(context));
+    assert.deepEqual(events.map((e) => e.type), ["error"]);
+    assert.equal(events[0].reason, "error");
+    assert.equal(events[0].error.model, "composer-2.5");
+    assert.match(events[0].error.errorMessage, /^local error: the agent channel has no driver/);
+  }));
+
+test("the inference channel is refused and says how to switch back", () =>
+  withChannel("inference", async () => {
+    const events = await stream(JSON.stringify(model), JSON.stringify(context));
+    assert.deepEqual(events.map((e) => e.type), ["error"]);
+    assert.match(events[0].error.errorMessage, /CURSOR_PROVIDER_CHANNEL=inference/);
+    assert.match(events[0].error.errorMessage, /next step: unset CURSOR_PROVIDER_CHANNEL/);
+  }));
+
+test("a malformed context is a local error naming pi's shapes", async () => {
+  const events = await stream(JSON.stringify(model), JSON.stringify({ messages: 3 }));
+  assert.equal(events.length, 1);
+  assert.match(events[0].error.errorMessage, /^local error: pi context/);
+});
+
+test("abort on a finished stream is harmless", async () => {
+  const handle = native.streamSimple(JSON.stringify(model), JSON.stringify(context), "{}", () => {});
+  handle.abort();
+  handle.abort();
+});
+
+test("getApiKey returns the access token and throws the auth error for a bad entry", () => {
+  assert.equal(native.getApiKey(JSON.stringify(stored)), "access-1");
+  assert.throws(() => native.getApiKey('{"type":"api_key"}'), /auth error: .*next step: run \/login cursor/);
+});
+
+test("doctor reports every section offline and never shows a token", async () => {
+  const result = await new Promise((resolve) =>
+    native.doctor(JSON.stringify(stored), undefined, false, (json) => resolve(JSON.parse(json))),
+  );
+  const report = result.ok;
+  assert.equal(report.provider.id, "cursor");
+  assert.equal(report.credentials.state, "valid");
+  assert.equal(report.network.state, "not probed");
+  assert.equal(report.catalog.source, "static");
+  const text = JSON.stringify(result);
+  assert.ok(!text.includes("access-1") && !text.includes("refresh-1"), text);
+});

@@ -1,0 +1,222 @@
+//! A standalone replica of Cursor's backend for end-to-end tests (pi against loopback).
+//!
+//! One loopback origin serves:
+//!
+//! - `agent.v1.AgentService/Run` with `cursor_agent::testing::Replica` (root-prompt blobs over
+//!   KV, checkpoints, native and MCP execs, resume by conversation id);
+//! - the four catalog RPCs from the catalog fixture's realistic roster, with
+//!   `GetServerConfig` naming this origin as the agent host;
+//! - the token refresh `POST /oauth/token`.
+//!
+//! Flags (or the environment variable in brackets):
+//!
+//! - `--port N` [`REPLICA_PORT`]: listen on `127.0.0.1:N`; 0 (the default) picks a free port;
+//! - `--fail-auth` [`REPLICA_FAIL_AUTH=1`]: every Run answers 401 and the refresh answers
+//!   `shouldLogout`;
+//! - `--log PATH` [`REPLICA_LOG`]: append one JSON line per Run (label `agent-resume` /
+//!   `agent-rebuild`, user texts in the root prompt, exec requests and results).
+//!
+//! The first line of stdout is `REPLICA_ORIGIN=http://127.0.0.1:PORT`; the server then runs
+//! until killed. Run with `cargo run -p cursor-examples --example replica -- --log runs.jsonl`.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use cursor_agent::testing::Replica;
+use cursor_catalog::Rpc;
+use cursor_catalog::testing::FixtureRoster;
+use cursor_proto::aiserver::v1::AgentUrlConfig;
+use cursor_transport::envelope::{Code, ConnectError};
+use cursor_transport::testing::TestServer;
+use http::{HeaderValue, Request, Response, StatusCode, header::CONTENT_TYPE};
+use prost::Message as _;
+use tokio::net::{TcpListener, TcpStream};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The command line.
+#[derive(Debug, Default)]
+struct Options {
+    port: u16,
+    fail_auth: bool,
+    log: Option<String>,
+}
+
+impl Options {
+    fn parse() -> Result<Self, BoxError> {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let mut options = Self {
+            port: env("REPLICA_PORT")
+                .map(|p| p.parse())
+                .transpose()?
+                .unwrap_or(0),
+            fail_auth: env("REPLICA_FAIL_AUTH").is_some_and(|v| v != "0"),
+            log: env("REPLICA_LOG"),
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--port" => options.port = args.next().ok_or("--port needs a number")?.parse()?,
+                "--fail-auth" => options.fail_auth = true,
+                "--log" => options.log = Some(args.next().ok_or("--log needs a path")?),
+                other => return Err(format!("unknown argument {other:?}").into()),
+            }
+        }
+        Ok(options)
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), BoxError> {
+    let options = Options::parse()?;
+    // The handler needs the origin, which is known once the listener is bound.
+    let origin = Arc::new(OnceLock::<String>::new());
+    let handler_origin = Arc::clone(&origin);
+    let fail_auth = options.fail_auth;
+    let refreshes = AtomicU64::new(0);
+    let builder = TestServer::builder()
+        .handler(move |request| answer(&request, &handler_origin, fail_auth, &refreshes));
+
+    let replica = Replica::new();
+    replica.set_fail_auth(options.fail_auth);
+    if let Some(path) = &options.log {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let file = Mutex::new(file);
+        replica.set_record_sink(move |record| {
+            let mut file = file
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // A log line that cannot be written must not take the server down.
+            let _ = writeln!(file, "{}", record.to_json_line());
+            let _ = file.flush();
+        });
+    }
+    let server = replica.listen(builder).await?;
+    let port = if options.port == 0 {
+        server.origin().port()
+    } else {
+        forward(options.port, server.origin().port()).await?
+    };
+    let public = format!("http://127.0.0.1:{port}");
+    let _ = origin.set(public.clone());
+
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "REPLICA_ORIGIN={public}")?;
+    stdout.flush()?;
+    eprintln!(
+        "replica serving Run, the catalog and /oauth/token at {public}{}",
+        if options.fail_auth {
+            " (failing auth)"
+        } else {
+            ""
+        }
+    );
+    std::future::pending::<()>().await;
+    drop(server);
+    Ok(())
+}
+
+/// Listens on the fixed `port` and relays every connection to the server on `inner`.
+async fn forward(port: u16, inner: u16) -> Result<u16, BoxError> {
+    let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+    let bound = listener.local_addr()?.port();
+    let target = SocketAddr::from(([127, 0, 0, 1], inner));
+    tokio::spawn(async move {
+        while let Ok((mut outer, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if let Ok(mut inner) = TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut outer, &mut inner).await;
+                }
+            });
+        }
+    });
+    Ok(bound)
+}
+
+/// Answers the plain HTTP and unary requests: the refresh and the catalog.
+fn answer(
+    request: &Request<Bytes>,
+    origin: &OnceLock<String>,
+    fail_auth: bool,
+    refreshes: &AtomicU64,
+) -> Response<Bytes> {
+    let path = request.uri().path();
+    if path == "/oauth/token" {
+        return refresh(fail_auth, refreshes);
+    }
+    let bearer = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|token| !token.trim().is_empty());
+    if !bearer {
+        return error(401, Code::Unauthenticated, "missing bearer token");
+    }
+    let roster = FixtureRoster::realistic();
+    let rpc = Rpc::ALL
+        .into_iter()
+        .find(|rpc| rpc.path() == path)
+        .or(match path {
+            "/agent.v1.AgentService/GetUsableModels" => Some(Rpc::GetUsableModels),
+            "/agent.v1.AgentService/GetDefaultModelForCli" => Some(Rpc::GetDefaultModelForCli),
+            _ => None,
+        });
+    let body = match rpc {
+        Some(Rpc::AvailableModels) => roster.available.encode_to_vec(),
+        Some(Rpc::GetUsableModels) => roster.usable.encode_to_vec(),
+        Some(Rpc::GetDefaultModelForCli) => roster.default.encode_to_vec(),
+        Some(Rpc::GetServerConfig) => {
+            // Agent host discovery points at this replica.
+            let mut config = roster.server_config;
+            let here = origin.get().cloned().unwrap_or_default();
+            config.agent_url_config = Some(AgentUrlConfig {
+                agent_url: here.clone(),
+                agentn_url: here,
+            });
+            config.encode_to_vec()
+        }
+        _ => return error(404, Code::Unimplemented, "no such method on the replica"),
+    };
+    with_type(Response::new(Bytes::from(body)), "application/proto")
+}
+
+fn refresh(fail_auth: bool, refreshes: &AtomicU64) -> Response<Bytes> {
+    if fail_auth {
+        let body = r#"{"error":"invalid_grant","shouldLogout":true}"#;
+        let mut response = with_type(Response::new(Bytes::from(body)), "application/json");
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        return response;
+    }
+    let n = refreshes.fetch_add(1, Ordering::AcqRel) + 1;
+    let body = serde_json::json!({
+        "access_token": format!("replica-access-{n}"),
+        "refresh_token": format!("replica-refresh-{n}"),
+        "expires_in": 3600,
+        "shouldLogout": false,
+    });
+    with_type(
+        Response::new(Bytes::from(body.to_string())),
+        "application/json",
+    )
+}
+
+fn error(status: u16, code: Code, message: &str) -> Response<Bytes> {
+    let body = ConnectError::new(code, message).to_unary_json();
+    let mut response = with_type(Response::new(Bytes::from(body)), "application/json");
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    response
+}
+
+fn with_type(mut response: Response<Bytes>, content_type: &'static str) -> Response<Bytes> {
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
