@@ -77,6 +77,8 @@ pub struct AgentRun {
     /// A resumed run's `conversation_state` as raw bytes (the overlaid checkpoint), spliced
     /// into the run request by [`poll_transmit_bytes`](Self::poll_transmit_bytes).
     raw_state: Option<Vec<u8>>,
+    /// Why the run failed, typed, so callers can tell a stale resume from other failures.
+    failure: Option<AgentError>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +193,7 @@ impl AgentRun {
             checkpoint: None,
             exec_heartbeat_at: None,
             raw_state: opening.raw_state,
+            failure: None,
         })
     }
 
@@ -210,6 +213,14 @@ impl AgentRun {
     /// The latest checkpoint the server sent, if any.
     pub fn checkpoint(&self) -> Option<&[u8]> {
         self.checkpoint.as_deref()
+    }
+
+    /// Why the run failed, if it did: the typed error behind the [`Event::Error`] the host saw.
+    ///
+    /// A driver hands the finished run back, so a host can ask
+    /// [`AgentError::is_stale_resume`] and let a resume planner rebuild once.
+    pub fn failure(&self) -> Option<&AgentError> {
+        self.failure.as_ref()
     }
 
     /// True once the Run is done, failed or cancelled: the driver may close the stream after
@@ -879,7 +890,8 @@ impl AgentRun {
     /// Ends the run with `error`. Nothing more is written. While the host runs tools the leg
     /// already ended, so the failure waits for the host's next call.
     fn fail(&mut self, error: AgentError) {
-        let info = ErrorInfo::from(error);
+        let info = ErrorInfo::from(error.clone());
+        self.failure = Some(error);
         self.transmits.clear();
         self.deferred.clear();
         if self.phase == Phase::AwaitingTools {

@@ -7,9 +7,7 @@
 use std::time::Duration;
 
 use cursor_agent::testing::{Replica, ReplicaServer, RunRecord, Script};
-use cursor_agent::{
-    AgentError, AgentEvent, Handle, HandleStore, RunConfig, RunLabel, Session, driver,
-};
+use cursor_agent::{AgentEvent, Handle, HandleStore, RunConfig, RunLabel, Session, driver};
 use cursor_proto::ir::{Conversation, Event, Message};
 use cursor_transport::{Client, RequestHeaders};
 
@@ -62,12 +60,10 @@ async fn turn(replica: &ReplicaServer, store: &HandleStore, conversation: &Conve
             store.save(SESSION, &handle).expect("handle saved");
             return Turn { text, labels };
         };
-        // The event carries the classified error; a stale resume says so in its message.
-        assert!(info.message.contains("resume is stale"), "{info:?}");
-        let stale = AgentError::StaleResume {
-            id_hex: info.message.clone(),
-        };
-        plan = session.recover(&stale).expect("one rebuild");
+        // The finished run keeps the typed error behind the event the host saw.
+        let stale = run.failure().expect("a failed run keeps its error");
+        assert!(stale.is_stale_resume(), "{info:?}");
+        plan = session.recover(stale).expect("one rebuild");
         assert!(plan.emits_reset());
     }
 }
