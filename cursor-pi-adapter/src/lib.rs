@@ -7,6 +7,15 @@
 //! - [`compat`]: pi's `streamSimple` context → [`cursor_proto::ir::Conversation`], and
 //!   [`cursor_proto::ir::Event`]s → pi `AssistantMessageEvent` objects. Every assumption about
 //!   pi's shapes lives there, each marked with the pi versions it holds for.
+//! - [`provider`]: the `cursor` provider (layer L7): channel choice by
+//!   `CURSOR_PROVIDER_CHANNEL`, one `streamSimple` call end to end, error text with a next step,
+//!   OAuth callbacks, the model list and the `/cursor-doctor` report.
+//! - `node` (feature `node`): the napi-rs binding the pi extension in `examples/pi-extension`
+//!   loads.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod compat;
+#[cfg(feature = "node")]
+#[cfg_attr(docsrs, doc(cfg(feature = "node")))]
+pub mod node;
+pub mod provider;

@@ -1,5 +1,7 @@
 // The native addon as the JS entry uses it, without pi: run with Node >= 22
-// (`node --test examples/pi-extension/test/addon.test.mjs`) after build.sh. Nothing here touches the network.
+// (`node --test examples/pi-extension/test/addon.test.mjs`) after build.sh. Nothing here leaves
+// loopback: the one test that streams a real turn runs only when CURSOR_PROVIDER_AGENT_ORIGIN
+// names the loopback agent replica (run-pi.sh starts one).
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -70,13 +72,25 @@ test("listModels falls back to the static table, with a warning, on a broken sna
   assert.equal(warnings.length, 1);
 });
 
-test("the agent channel refuses with a named error in a build without its driver", () =>
+const replica = process.env.CURSOR_PROVIDER_AGENT_ORIGIN;
+
+test(
+  "the agent channel answers through the replica that CURSOR_PROVIDER_AGENT_ORIGIN names",
+  { skip: replica?.startsWith("http://127.0.0.1:") ? false : "needs the loopback agent replica (run-pi.sh starts it)" },
+  () =>
+    withChannel(undefined, async () => {
+      const events = await stream(JSON.stringify(model), JSON.stringify(context));
+      assert.deepEqual(events.map((e) => e.type), ["start", "text_start", "text_delta", "text_end", "done"]);
+      assert.equal(events.at(-1).message.content[0].text, "pong");
+      assert.equal(events.at(-1).message.model, "composer-2.5");
+    }),
+);
+
+test("a turn without credentials is an auth error pointing at /login cursor, before any request", () =>
   withChannel(undefined, async () => {
-    const events = await stream(JSON.stringify(model), JSON.stringify(context));
+    const events = await stream(JSON.stringify(model), JSON.stringify(context), {});
     assert.deepEqual(events.map((e) => e.type), ["error"]);
-    assert.equal(events[0].reason, "error");
-    assert.equal(events[0].error.model, "composer-2.5");
-    assert.match(events[0].error.errorMessage, /^local error: the agent channel has no driver/);
+    assert.match(events[0].error.errorMessage, /^auth error: .*next step: run \/login cursor/);
   }));
 
 test("the inference channel is refused and says how to switch back", () =>

@@ -1,8 +1,17 @@
 #!/bin/sh
-# Builds the addon (unless CURSOR_PI_SKIP_BUILD is set), then runs real pi (every version tools/pi/install.sh installs) headless
-# with this extension and checks what pi prints:
-#   - `--list-models cursor` lists the catalog's models (with a seeded, unexpired credential);
-#   - `-p` ends with the classified error this build gives for the agent channel (exit 1);
+# Builds the addon and cursor-agent's loopback replica of the agent backend (unless
+# CURSOR_PI_SKIP_BUILD is set), then runs real pi (every version tools/pi/install.sh installs)
+# headless with this extension, its agent channel pointed at the replica, and checks what pi
+# prints:
+#   - `--list-models cursor` lists the catalog's models (with a seeded, unexpired credential),
+#     and lists a stored catalog snapshot instead when pi's models store has one;
+#   - `-p ping` prints the replica's `pong`;
+#   - `-p "run: echo …"`: the replica asks for a native shell exec, the provider turns it into a
+#     call of pi's bash tool, pi runs it, and the answer quotes its output;
+#   - `-p "tool: bash {…}"`: the same through an MCP call of pi's tool;
+#   - resume across processes: one pi process is asked to remember a pass phrase, a second
+#     (`-c`, the same pi session) recalls it, and the replica saw the second Run as a resume of
+#     the same remote conversation without the history replayed;
 #   - `-p` with CURSOR_PROVIDER_CHANNEL=inference ends with the inference refusal (exit 1);
 #   - `-p /cursor-doctor --offline` prints the report without the seeded tokens;
 #   - the addon's own tests (test/addon.test.mjs).
@@ -14,13 +23,29 @@ root=$(cd "$here/../.." && pwd)
 cd "$root"
 
 # CURSOR_PI_SKIP_BUILD=1 tests the addon already in native/.
-[ -n "${CURSOR_PI_SKIP_BUILD:-}" ] || sh "$here/build.sh" >/dev/null
+if [ -z "${CURSOR_PI_SKIP_BUILD:-}" ]; then
+  sh "$here/build.sh" >/dev/null
+  cargo build -p cursor-pi-adapter --example agent_replica >/dev/null
+fi
 eval "$(bash tools/pi/install.sh 2>/dev/null)"
 PATH="$PI_NODE_BIN:$PATH"
 export PATH
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+"${CARGO_TARGET_DIR:-$root/target}/debug/examples/agent_replica" >"$work/origin" 2>"$work/runs.jsonl" &
+replica=$!
+trap 'kill "$replica" 2>/dev/null; rm -rf "$work"' EXIT
+i=0
+while [ ! -s "$work/origin" ] && [ "$i" -lt 100 ]; do
+  sleep 0.1
+  i=$((i + 1))
+done
+CURSOR_PROVIDER_AGENT_ORIGIN=$(head -n 1 "$work/origin")
+export CURSOR_PROVIDER_AGENT_ORIGIN
+case "$CURSOR_PROVIDER_AGENT_ORIGIN" in
+  http://127.0.0.1:*) ;;
+  *) echo "the agent replica did not start" >&2; exit 1 ;;
+esac
 mkdir -p "$work/home/.pi/agent"
 auth="$work/home/.pi/agent/auth.json"
 printf '%s' '{"cursor":{"type":"oauth","access":"seeded-access","refresh":"seeded-refresh","expires":4102444800000}}' >"$auth"
@@ -39,7 +64,14 @@ pi() {
   (cd "$work" && HOME="$work/home" PI_SKIP_VERSION_CHECK=1 node "$entry" --offline --no-session "$@" </dev/null)
 }
 
-node --test "$here/test/addon.test.mjs" >"$work/addon.log" 2>&1 || {
+# pi_kept <entry> <args...>: the same, keeping pi's session in $work/sessions.
+pi_kept() {
+  entry=$1
+  shift
+  (cd "$work" && HOME="$work/home" PI_SKIP_VERSION_CHECK=1 node "$entry" --offline --session-dir "$work/sessions" "$@" </dev/null)
+}
+
+HOME="$work/home" node --test "$here/test/addon.test.mjs" >"$work/addon.log" 2>&1 || {
   cat "$work/addon.log" >&2
   fail "addon tests"
 }
@@ -53,12 +85,37 @@ for version in 0.99.1 1.0.3 1.6.0; do
   [ "$rows" -ge 5 ] || fail "$version --list-models listed $rows cursor models: $models"
   printf '%s\n' "$models" | grep -q '^cursor  *composer-2.5 ' || fail "$version --list-models lacks composer-2.5"
 
-  status=0
-  out=$(pi "$entry" -e "$ext" --model cursor/composer-2.5 -p ping 2>&1) || status=$?
-  [ "$status" -eq 1 ] || fail "$version -p exited $status"
+  out=$(pi "$entry" -e "$ext" --model cursor/composer-2.5 -p ping 2>&1) || fail "$version ping exited $?"
+  [ "$out" = "pong" ] || fail "$version ping printed: $out"
+
+  out=$(pi "$entry" -e "$ext" --model cursor/composer-2.5 -p "run: echo native-$version" 2>&1) ||
+    fail "$version native exec exited $?"
   case "$out" in
-    *"local error: the agent channel has no driver in this build"*"(next step: "*) ;;
-    *) fail "$version -p printed: $out" ;;
+    *"native-$version"*) ;;
+    *) fail "$version native exec printed: $out" ;;
+  esac
+
+  out=$(pi "$entry" -e "$ext" --model cursor/composer-2.5 -p "tool: bash {\"command\":\"echo mcp-$version\"}" 2>&1) ||
+    fail "$version MCP tool call exited $?"
+  case "$out" in
+    *"mcp-$version"*) ;;
+    *) fail "$version MCP tool call printed: $out" ;;
+  esac
+
+  rm -rf "$work/sessions"
+  remember="remember the pass phrase XK-PLATYPUS-77 / $version"
+  pi_kept "$entry" -e "$ext" --model cursor/composer-2.5 -p "$remember" >/dev/null 2>&1 ||
+    fail "$version remember exited $?"
+  out=$(pi_kept "$entry" -e "$ext" -c --model cursor/composer-2.5 -p "what did I ask you to remember?" 2>&1) ||
+    fail "$version recall exited $?"
+  case "$out" in
+    *"XK-PLATYPUS-77 / $version"*) ;;
+    *) fail "$version recall printed: $out" ;;
+  esac
+  record=$(tail -n 1 "$work/runs.jsonl")
+  case "$record" in
+    *'"label":"agent-resume"'*'"historyReplayed":false'*) ;;
+    *) fail "$version recall was not a resume without history: $record" ;;
   esac
 
   status=0
@@ -85,7 +142,7 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *"snapshot-only"*) ;;
     *) fail "$version did not list the stored snapshot: $stored" ;;
   esac
-  echo "pi $version: list-models $rows models, stored snapshot, agent error, inference refusal, doctor ok"
+  echo "pi $version: list-models ($rows models), stored snapshot, ping, native exec via bash, MCP tool call, resume across processes, inference refusal, doctor: ok"
 done
 
 # Cold start of `--list-models`: pi alone, pi with a JS-only extension (tools/pi/replay-events),

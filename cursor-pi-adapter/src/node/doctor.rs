@@ -1,0 +1,59 @@
+//! `/cursor-doctor`: the provider's state, secrets redacted.
+
+use bytes::Bytes;
+use cursor_auth::{HttpClient, HttpError};
+use napi::bindgen_prelude::spawn;
+use napi_derive::napi;
+
+use super::state;
+use super::task::{JsCallback, StreamHandle, catch_panic, outcome_json, send};
+use crate::provider::{DoctorInput, TransportHttp, abort_pair, diagnose};
+
+/// Runs the diagnosis; `on_done` receives `{ok: <report>}` (see
+/// [`diagnose`](crate::provider::diagnose)). With `probe_network`, one request goes to
+/// Cursor's API origin.
+#[napi]
+pub fn doctor(
+    credentials_json: Option<String>,
+    persisted_catalog: Option<String>,
+    probe_network: bool,
+    on_done: JsCallback,
+) -> StreamHandle {
+    let (handle, _signal) = abort_pair();
+    spawn(async move {
+        let work = async {
+            let handle_dir = cursor_agent::ResumeEnv::from_env().handle_dir;
+            let input = DoctorInput {
+                credentials_json: credentials_json.as_deref(),
+                persisted_catalog: persisted_catalog.as_deref(),
+                now_ms: cursor_auth::system_unix_time_ms(),
+                probe_network,
+                waiting_runs: state::sessions().waiting(),
+                handle_dir: handle_dir.as_deref(),
+            };
+            match state::client() {
+                Ok(client) => diagnose(&TransportHttp::new(client), input).await,
+                Err(error) => diagnose(&NoClient(error.to_string()), input).await,
+            }
+        };
+        send(&on_done, outcome_json(catch_panic(work).await));
+    });
+    StreamHandle::new(handle)
+}
+
+/// Stands in when the transport client cannot be built, so the report says why.
+#[derive(Debug)]
+struct NoClient(String);
+
+#[async_trait::async_trait]
+impl HttpClient for NoClient {
+    async fn send(
+        &self,
+        _request: http::Request<Bytes>,
+    ) -> Result<http::Response<Bytes>, HttpError> {
+        Err(HttpError::new(
+            cursor_proto::ir::ErrorKind::Local,
+            self.0.clone(),
+        ))
+    }
+}

@@ -1,0 +1,40 @@
+//! The Node-API binding (napi-rs) that the pi extension's JS entry loads.
+//!
+//! Exports, as JS sees them (every JSON value travels as a string):
+//!
+//! | Export | What |
+//! |---|---|
+//! | `providerInfo(): string` | `{id, api, channel, testedPiVersions, version}` |
+//! | `listModels(persistedCatalog?: string): string` | `{models, warnings}`: pi `ProviderModelConfig`s |
+//! | `refreshCatalog(accessToken, persistedCatalog?, force, onDone): StreamHandle` | `onDone({ok: {models, snapshot, source, warnings}})` |
+//! | `streamSimple(model, context, options, onEvent): StreamHandle` | one turn; `onEvent(eventJson)` per pi event |
+//! | `login(onAuth, onDone): StreamHandle` | `onAuth(url)`, then `onDone({ok: credentials} \| {error})` |
+//! | `refreshToken(credentials, onDone): StreamHandle` | `onDone({ok: credentials} \| {error})` |
+//! | `getApiKey(credentials): string` | the access token, or throws the auth error |
+//! | `doctor(credentials?, persistedCatalog?, probeNetwork, onDone): StreamHandle` | the `/cursor-doctor` report |
+//! | `StreamHandle.abort()` | stops the call; a stream then ends with an `aborted` error |
+//!
+//! Work runs on napi-rs' tokio runtime (`napi::bindgen_prelude::spawn`), never on the JS
+//! thread; results come back through thread-safe functions, which keep Node alive until the
+//! call ends. A panic is caught at this boundary and becomes an `error` event or result: it
+//! never unwinds into Node.
+//!
+//! `streamSimple`'s `options` is `{sessionId, reasoning, apiKey, maxTokens}` picked from pi's
+//! options by the JS entry; `onEvent` receives pi `AssistantMessageEvent` objects whose
+//! `partial` is a snapshot (the JS entry copies it onto one live object).
+// napi-rs' `#[napi]` macros expand to unsafe FFI glue (module registration and value
+// conversion), so this module alone allows `unsafe_code`; nothing here writes an unsafe block.
+#![allow(unsafe_code)]
+
+mod auth;
+mod catalog;
+mod doctor;
+mod state;
+mod stream;
+mod task;
+
+pub use auth::{get_api_key, login, refresh_token};
+pub use catalog::{list_models, provider_info, refresh_catalog};
+pub use doctor::doctor;
+pub use stream::stream_simple;
+pub use task::StreamHandle;

@@ -1,0 +1,53 @@
+//! What the binding keeps for the life of the Node process: one transport client (so turns
+//! share connections), the sessions waiting for tool results, and the latest catalog snapshot.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use cursor_catalog::CatalogStore;
+use cursor_proto::ir::ErrorInfo;
+use cursor_transport::Client;
+use serde_json::Value;
+
+use crate::provider::{Sessions, Spawner};
+
+static CLIENT: Mutex<Option<Client>> = Mutex::new(None);
+static SESSIONS: OnceLock<Sessions> = OnceLock::new();
+static SNAPSHOT: Mutex<Option<Value>> = Mutex::new(None);
+
+/// The process's transport client, made on first use.
+pub(crate) fn client() -> Result<Client, ErrorInfo> {
+    let mut slot = CLIENT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(client) = slot.as_ref() {
+        return Ok(client.clone());
+    }
+    let client = Client::new().map_err(|error| error.to_info())?;
+    *slot = Some(client.clone());
+    Ok(client)
+}
+
+/// The sessions whose Run waits for tool results.
+pub(crate) fn sessions() -> Sessions {
+    SESSIONS.get_or_init(Sessions::new).clone()
+}
+
+/// Runs driver tasks on napi's runtime.
+pub(crate) fn spawner() -> Spawner {
+    Arc::new(|task| {
+        napi::bindgen_prelude::spawn(task);
+    })
+}
+
+/// Remembers the snapshot pi stored or a refresh produced, for the slugs and agent origin of
+/// later turns.
+pub(crate) fn remember_snapshot(snapshot: Value) {
+    *SNAPSHOT.lock().unwrap_or_else(PoisonError::into_inner) = Some(snapshot);
+}
+
+/// The catalog in effect: the remembered snapshot, else the static table.
+pub(crate) fn catalog_store() -> CatalogStore {
+    let snapshot = SNAPSHOT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    CatalogStore::restore_value(snapshot).0
+}

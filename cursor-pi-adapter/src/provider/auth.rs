@@ -1,0 +1,256 @@
+//! pi's OAuth callbacks (`login`, `refreshToken`, `getApiKey`) over cursor-auth and the
+//! transport's HTTP client.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use cursor_auth::{AuthConfig, Clock, Credentials, HttpClient, HttpError};
+use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_transport::Client;
+
+use super::LOGIN_NEXT_STEP;
+
+/// cursor-auth's [`HttpClient`] over the transport's HTTP/2 client, so login and refresh share
+/// the origin allowlist, TLS setup and timeouts of every other call.
+#[derive(Clone, Debug)]
+pub struct TransportHttp {
+    client: Client,
+}
+
+impl TransportHttp {
+    /// Sends through `client`.
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpClient for TransportHttp {
+    async fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<Bytes>, HttpError> {
+        self.client
+            .send_http(request)
+            .await
+            .map_err(|error| HttpError::new(error.kind(), error.message()))
+    }
+}
+
+/// cursor-auth's [`Clock`] on tokio's timer (the runtime the Node binding runs on).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioClock;
+
+#[async_trait::async_trait]
+impl Clock for TokioClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    async fn sleep_until(&self, deadline: Instant) {
+        tokio::time::sleep_until(deadline.into()).await;
+    }
+}
+
+/// The provider's OAuth: what pi's `oauth.login`, `oauth.refreshToken` and `oauth.getApiKey`
+/// call. Credentials travel as pi's `auth.json` entry (JSON); pi stores them, this type never
+/// does.
+#[derive(Clone)]
+pub struct CursorOAuth {
+    http: Arc<dyn HttpClient>,
+    clock: Arc<dyn Clock>,
+    config: AuthConfig,
+}
+
+impl fmt::Debug for CursorOAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CursorOAuth")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CursorOAuth {
+    /// OAuth against Cursor's production endpoints through `http`, timed by `clock`.
+    pub fn new(http: Arc<dyn HttpClient>, clock: Arc<dyn Clock>) -> Self {
+        Self::with_config(http, clock, AuthConfig::default())
+    }
+
+    /// OAuth against the endpoints of `config` (loopback in tests).
+    pub fn with_config(
+        http: Arc<dyn HttpClient>,
+        clock: Arc<dyn Clock>,
+        config: AuthConfig,
+    ) -> Self {
+        Self {
+            http,
+            clock,
+            config,
+        }
+    }
+
+    /// Runs the login: `on_url` receives the deep link for the user to open; resolves to the
+    /// `auth.json` entry once the browser sign-in completes.
+    ///
+    /// # Errors
+    ///
+    /// The classified failure (timeout, refusal, network) with its next step.
+    pub async fn login(&self, on_url: impl FnOnce(&str)) -> Result<String, ErrorInfo> {
+        let credentials = cursor_auth::login(
+            self.http.as_ref(),
+            self.clock.as_ref(),
+            &self.config,
+            on_url,
+        )
+        .await
+        .map_err(|error| error.to_error_info())?;
+        to_json(&credentials)
+    }
+
+    /// Exchanges the refresh token of a stored entry for a new access token; fields of the
+    /// entry this crate does not know are kept.
+    ///
+    /// # Errors
+    ///
+    /// A malformed entry, a refused refresh (next step `/login cursor`), or a network failure.
+    pub async fn refresh(&self, credentials_json: &str) -> Result<String, ErrorInfo> {
+        let credentials = parse(credentials_json)?;
+        let refreshed = cursor_auth::refresh(
+            self.http.as_ref(),
+            self.clock.as_ref(),
+            &self.config,
+            &credentials,
+        )
+        .await
+        .map_err(|error| error.to_error_info())?;
+        to_json(&refreshed)
+    }
+}
+
+/// What pi's `getApiKey(credentials)` returns: the access token of a stored entry.
+///
+/// # Errors
+///
+/// An auth error (next step `/login cursor`) when the entry is malformed or has no token.
+pub fn api_key(credentials_json: &str) -> Result<String, ErrorInfo> {
+    let credentials = parse(credentials_json)?;
+    if credentials.api_key().is_empty() {
+        return Err(ErrorInfo::new(
+            ErrorKind::Auth,
+            "the stored Cursor credentials hold no access token",
+            LOGIN_NEXT_STEP,
+        ));
+    }
+    Ok(credentials.api_key().to_owned())
+}
+
+fn parse(credentials_json: &str) -> Result<Credentials, ErrorInfo> {
+    Credentials::from_json(credentials_json).map_err(|error| {
+        let mut info = error.to_error_info();
+        info.kind = ErrorKind::Auth;
+        info.next_step = LOGIN_NEXT_STEP.to_owned();
+        info
+    })
+}
+
+fn to_json(credentials: &Credentials) -> Result<String, ErrorInfo> {
+    serde_json::to_string(credentials).map_err(|error| {
+        ErrorInfo::new(
+            ErrorKind::Local,
+            format!("could not serialize the credentials: {error}"),
+            LOGIN_NEXT_STEP,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Answers every request with one canned response and records the paths.
+    #[derive(Debug)]
+    struct Canned {
+        status: u16,
+        body: &'static str,
+        paths: Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl HttpClient for Canned {
+        async fn send(
+            &self,
+            request: http::Request<Bytes>,
+        ) -> Result<http::Response<Bytes>, HttpError> {
+            self.paths
+                .lock()
+                .unwrap()
+                .push(request.uri().path().to_owned());
+            Ok(http::Response::builder()
+                .status(self.status)
+                .body(Bytes::from_static(self.body.as_bytes()))
+                .unwrap())
+        }
+    }
+
+    fn oauth(status: u16, body: &'static str) -> (CursorOAuth, Arc<Canned>) {
+        let canned = Arc::new(Canned {
+            status,
+            body,
+            paths: Mutex::new(Vec::new()),
+        });
+        let oauth = CursorOAuth::new(canned.clone(), Arc::new(TokioClock));
+        (oauth, canned)
+    }
+
+    const STORED: &str = r#"{"type":"oauth","access":"old-access","refresh":"old-refresh","expires":1000,"extra":"kept"}"#;
+
+    #[tokio::test]
+    async fn login_shows_the_deep_link_and_returns_a_pi_oauth_entry() {
+        let (oauth, canned) = oauth(
+            200,
+            r#"{"accessToken":"new-access","refreshToken":"new-refresh"}"#,
+        );
+        let mut shown = String::new();
+        let entry = oauth.login(|url| shown = url.to_owned()).await.unwrap();
+        assert!(
+            shown.starts_with("https://cursor.com/loginDeepControl?"),
+            "{shown}"
+        );
+        assert_eq!(canned.paths.lock().unwrap().as_slice(), ["/auth/poll"]);
+        let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
+        assert_eq!(entry["type"], "oauth");
+        assert_eq!(entry["access"], "new-access");
+        assert!(entry["expires"].as_u64().unwrap() > 0);
+    }
+
+    #[tokio::test]
+    async fn refresh_posts_to_the_token_endpoint_and_keeps_unknown_fields() {
+        let (oauth, canned) = oauth(200, r#"{"access_token":"fresh-access"}"#);
+        let entry = oauth.refresh(STORED).await.unwrap();
+        assert_eq!(canned.paths.lock().unwrap().as_slice(), ["/oauth/token"]);
+        let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
+        assert_eq!(entry["access"], "fresh-access");
+        assert_eq!(entry["extra"], "kept");
+    }
+
+    #[tokio::test]
+    async fn a_refused_refresh_is_an_auth_error_pointing_at_login() {
+        let (oauth, _) = oauth(401, r#"{"error":"invalid_grant"}"#);
+        let error = oauth.refresh(STORED).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Auth, "{error}");
+        assert!(error.next_step.contains("/login cursor"), "{error}");
+    }
+
+    #[test]
+    fn api_key_is_the_access_token_and_a_malformed_entry_asks_for_login() {
+        assert_eq!(api_key(STORED).unwrap(), "old-access");
+        let error = api_key(r#"{"type":"api_key","key":"x"}"#).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Auth);
+        assert!(!error.message.contains("\"x\""), "{error}");
+        assert_eq!(error.next_step, LOGIN_NEXT_STEP);
+    }
+}

@@ -1,0 +1,84 @@
+//! Provider orchestration (layer L7): the `cursor` provider as pi sees it.
+//!
+//! - [`Provider`] answers one `streamSimple` call: it reads pi's model, context and options,
+//!   sends the turn to the one [`Channel`] chosen by `CURSOR_PROVIDER_CHANNEL`
+//!   ([`ChannelKind`]), maps the channel's events to pi events with
+//!   [`EventMapper`](crate::compat::EventMapper), and honours an abort.
+//! - A failure is always a classified pi error with a next step ([`for_pi`]): an auth failure
+//!   says `/login cursor`, and a failure retrying cannot fix carries none of the wording that
+//!   makes pi retry.
+//! - The `inference` channel is refused in this version ([`inference_unavailable`]); a failure
+//!   never falls back to the other channel.
+//! - [`AgentChannel`] is the agent channel over cursor-agent's driver: a session's Run stays
+//!   open across a tool round ([`Sessions`]), and with a handle store a later process resumes
+//!   the remote conversation.
+//! - [`CursorOAuth`] and [`api_key`] are pi's OAuth callbacks; [`pi_models`] and
+//!   [`refresh_catalog`] serve pi's model list; [`diagnose`] is the `/cursor-doctor` report.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use cursor_pi_adapter::provider::{AbortSignal, ChannelKind, Provider, UnavailableChannel};
+//! use cursor_proto::ir::{ErrorInfo, ErrorKind};
+//!
+//! // Whatever would answer on the agent channel; `inference` never reaches it.
+//! let agent = Arc::new(UnavailableChannel::new(
+//!     ChannelKind::Agent,
+//!     ErrorInfo::new(ErrorKind::Local, "not used here", "none"),
+//! ));
+//! let provider = Provider::select(ChannelKind::parse(Some("inference")), agent);
+//!
+//! let model = r#"{"id": "composer-2.5", "api": "cursor-agent", "provider": "cursor",
+//!                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}"#;
+//! let context = r#"{"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}"#;
+//! let mut events = Vec::new();
+//! futures::executor::block_on(provider.stream(
+//!     model,
+//!     context,
+//!     r#"{"apiKey": "token"}"#,
+//!     AbortSignal::never(),
+//!     |event| events.push(event),
+//! ));
+//!
+//! // One error, before any output, saying the inference channel is not in this version.
+//! assert_eq!(events.len(), 1);
+//! assert_eq!(events[0]["type"], "error");
+//! let text = events[0]["error"]["errorMessage"].as_str().unwrap();
+//! assert!(text.contains("CURSOR_PROVIDER_CHANNEL=inference"), "{text}");
+//! ```
+
+mod abort;
+mod agent;
+mod auth;
+mod backend;
+mod catalog;
+mod channel;
+mod doctor;
+mod error_text;
+mod models;
+mod orchestrator;
+mod retry_words;
+mod turn;
+mod unavailable;
+
+pub use abort::{AbortHandle, AbortSignal, abort_pair};
+pub use agent::{AgentChannel, Sessions, Spawner};
+pub use auth::{CursorOAuth, TokioClock, TransportHttp, api_key};
+pub use backend::Channel;
+pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
+pub use channel::{CHANNEL_ENV, ChannelKind};
+pub use doctor::{DoctorInput, diagnose};
+pub use error_text::{for_pi, is_transient, pi_would_retry};
+pub use models::{pi_model, pi_models};
+pub use orchestrator::Provider;
+pub use turn::{Turn, TurnOptions};
+pub use unavailable::{UnavailableChannel, inference_unavailable};
+
+/// The provider id pi knows this provider by (`--model cursor/<id>`, `/login cursor`).
+pub const PROVIDER_ID: &str = "cursor";
+
+/// The API name the provider registers, so pi routes its models to this provider's stream.
+pub const API: &str = "cursor-agent";
+
+/// The next step of every authentication failure.
+pub const LOGIN_NEXT_STEP: &str = "run /login cursor";

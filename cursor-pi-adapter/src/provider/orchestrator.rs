@@ -1,0 +1,138 @@
+//! One pi `streamSimple` call, end to end: parse, pick the channel, stream, map, finish.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cursor_proto::ir::{ErrorInfo, Event};
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::compat::{EventMapper, ModelInfo, conversation_from_json};
+
+use super::error_text::for_pi;
+use super::unavailable::{UnavailableChannel, inference_unavailable};
+use super::{API, AbortSignal, Channel, ChannelKind, PROVIDER_ID, Turn, TurnOptions};
+
+/// The `cursor` provider: answers pi's `streamSimple` calls on the one channel it was built
+/// with.
+///
+/// The channel is fixed when the provider is made. A failure on it is that turn's error,
+/// worded for pi with a next step ([`for_pi`](super::for_pi)); the turn is never re-sent on the
+/// other channel.
+#[derive(Clone, Debug)]
+pub struct Provider {
+    channel: Arc<dyn Channel>,
+}
+
+impl Provider {
+    /// A provider answering on `channel`.
+    pub fn new(channel: Arc<dyn Channel>) -> Self {
+        Self { channel }
+    }
+
+    /// The provider for a `CURSOR_PROVIDER_CHANNEL` choice ([`ChannelKind::from_env`]):
+    /// `agent` answers on `agent`; `inference` refuses every turn because this version has no
+    /// inference channel; a malformed choice refuses every turn with the parse error.
+    pub fn select(choice: Result<ChannelKind, ErrorInfo>, agent: Arc<dyn Channel>) -> Self {
+        let channel: Arc<dyn Channel> = match choice {
+            Ok(ChannelKind::Agent) => agent,
+            Ok(ChannelKind::Inference) => Arc::new(UnavailableChannel::new(
+                ChannelKind::Inference,
+                inference_unavailable(),
+            )),
+            Err(reason) => Arc::new(UnavailableChannel::new(ChannelKind::Agent, reason)),
+        };
+        Self::new(channel)
+    }
+
+    /// The channel turns go to.
+    pub fn channel(&self) -> &dyn Channel {
+        self.channel.as_ref()
+    }
+
+    /// Answers one `streamSimple(model, context, options)` call, handing each pi
+    /// `AssistantMessageEvent` object to `emit` as soon as it exists.
+    ///
+    /// `model_json` and `context_json` are pi's objects as JSON; `options_json` is the
+    /// [`TurnOptions`] object. Exactly one `done` or `error` event is emitted last, whatever
+    /// happens: malformed input becomes an `error` before `start`, an `abort` becomes an
+    /// `error` with reason `aborted`, and a channel that stops early becomes an `error`.
+    pub async fn stream(
+        &self,
+        model_json: &str,
+        context_json: &str,
+        options_json: &str,
+        abort: AbortSignal,
+        mut emit: impl FnMut(Value),
+    ) {
+        let mut abort = abort;
+        let model = model_info(model_json);
+        let quoted = model
+            .clone()
+            .unwrap_or_else(|_| ModelInfo::new(API, PROVIDER_ID, "unknown"));
+        let mut mapper = EventMapper::new(quoted, unix_time_ms());
+        let mut send = |mapper: &mut EventMapper, event: Event| {
+            mapper.map(event).into_iter().for_each(&mut emit);
+        };
+
+        let turn = model.and_then(|model| {
+            let conversation = conversation_from_json(context_json).map_err(ErrorInfo::from)?;
+            let options = TurnOptions::from_json(options_json)?;
+            Ok(Turn::new(model, conversation, options))
+        });
+        let turn = match turn {
+            Ok(turn) => turn,
+            Err(info) => return send(&mut mapper, Event::Error(for_pi(info))),
+        };
+        if abort.is_aborted() {
+            return send(&mut mapper, Event::Aborted);
+        }
+
+        let mut events = self.channel.open(turn);
+        while !mapper.is_finished() {
+            let event = tokio::select! {
+                biased;
+                () = abort.aborted() => Event::Aborted,
+                next = events.next() => match next {
+                    Some(event) => event,
+                    None => break,
+                },
+            };
+            let event = match event {
+                Event::Error(info) => Event::Error(for_pi(info)),
+                other => other,
+            };
+            send(&mut mapper, event);
+        }
+        // Dropping the stream is what cancels the channel's work on abort.
+        drop(events);
+        mapper.finish().into_iter().for_each(&mut emit);
+    }
+
+    /// The single `error` event for a call that failed outside [`Provider::stream`] (a panic
+    /// caught at the binding's boundary), quoting the model of `model_json` when it parses.
+    pub fn failure_event(model_json: &str, info: ErrorInfo) -> Value {
+        let quoted =
+            model_info(model_json).unwrap_or_else(|_| ModelInfo::new(API, PROVIDER_ID, "unknown"));
+        let mut mapper = EventMapper::new(quoted, unix_time_ms());
+        let mut events = mapper.map(Event::Error(for_pi(info)));
+        events.pop().unwrap_or(Value::Null)
+    }
+}
+
+fn model_info(model_json: &str) -> Result<ModelInfo, ErrorInfo> {
+    let value: Value = serde_json::from_str(model_json).map_err(|error| {
+        ErrorInfo::from(crate::compat::CompatError::Malformed {
+            what: "model",
+            detail: error.to_string(),
+        })
+    })?;
+    ModelInfo::from_pi_model(&value).map_err(ErrorInfo::from)
+}
+
+fn unix_time_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
