@@ -6,7 +6,11 @@
 //!   KV, checkpoints, native and MCP execs, resume by conversation id);
 //! - the four catalog RPCs from the catalog fixture's realistic roster, with
 //!   `GetServerConfig` naming this origin as the agent host;
-//! - the token refresh `POST /oauth/token`.
+//! - the token refresh `POST /oauth/token`;
+//! - `POST /replica/script` scripts the next Run: the body `silent` makes it read its request
+//!   and then send nothing until the client gives up (for abort tests); `text N` makes it
+//!   answer with N one-word text deltas sent back to back, then end the turn (for latency
+//!   measurements).
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -25,9 +29,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
-use cursor_agent::testing::Replica;
+use cursor_agent::testing::{Replica, Script};
 use cursor_catalog::Rpc;
 use cursor_catalog::testing::FixtureRoster;
+use cursor_proto::agent::v1::{
+    AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
+    agent_server_message::Message as Server, interaction_update::Message as Update,
+};
 use cursor_proto::aiserver::v1::AgentUrlConfig;
 use cursor_transport::envelope::{Code, ConnectError};
 use cursor_transport::testing::TestServer;
@@ -77,10 +85,15 @@ async fn main() -> Result<(), BoxError> {
     let handler_origin = Arc::clone(&origin);
     let fail_auth = options.fail_auth;
     let refreshes = AtomicU64::new(0);
-    let builder = TestServer::builder()
-        .handler(move |request| answer(&request, &handler_origin, fail_auth, &refreshes));
-
     let replica = Replica::new();
+    let scripted = replica.clone();
+    let builder = TestServer::builder().handler(move |request| {
+        if request.uri().path() == "/replica/script" {
+            return script(&scripted, request.body());
+        }
+        answer(&request, &handler_origin, fail_auth, &refreshes)
+    });
+
     replica.set_fail_auth(options.fail_auth);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
@@ -185,6 +198,52 @@ fn answer(
         _ => return error(404, Code::Unimplemented, "no such method on the replica"),
     };
     with_type(Response::new(Bytes::from(body)), "application/proto")
+}
+
+/// Queues a script for the next Run from a `POST /replica/script` body.
+fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
+    let body = String::from_utf8_lossy(body);
+    let script = match body.trim().split_once(' ') {
+        None if body.trim() == "silent" => Script::Silent,
+        Some(("text", n)) => match n.trim().parse::<u32>() {
+            Ok(n) if (1..=100_000).contains(&n) => Script::Frames(text_frames(n)),
+            _ => {
+                return error(
+                    400,
+                    Code::InvalidArgument,
+                    "text needs a count of 1..=100000",
+                );
+            }
+        },
+        _ => {
+            let known = "unknown script (known: `silent`, `text N`)";
+            return error(400, Code::InvalidArgument, known);
+        }
+    };
+    replica.script(script);
+    with_type(Response::new(Bytes::from_static(b"queued")), "text/plain")
+}
+
+/// `n` text deltas `w1 `, `w2 `, … and the end of the turn.
+fn text_frames(n: u32) -> Vec<AgentServerMessage> {
+    let update = |update| AgentServerMessage {
+        message: Some(Server::InteractionUpdate(InteractionUpdate {
+            message: Some(update),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    (1..=n)
+        .map(|i| {
+            update(Update::TextDelta(TextDeltaUpdate {
+                text: format!("w{i} "),
+            }))
+        })
+        .chain([update(Update::TurnEnded(TurnEndedUpdate {
+            output_tokens: Some(i64::from(n)),
+            ..Default::default()
+        }))])
+        .collect()
 }
 
 fn refresh(fail_auth: bool, refreshes: &AtomicU64) -> Response<Bytes> {

@@ -7,6 +7,8 @@
 //   object, so every snapshot's fields are copied onto that object before the event is pushed.
 // - pi's abort signal calls the native handle's abort(); Rust then ends the stream with an
 //   `error` event whose reason is `aborted`.
+// - A Run refused with 401 refreshes once with the refresh token stored in auth.json and
+//   replays; the new token is not written back (pi owns auth.json).
 // - OAuth callbacks, refreshModels and /cursor-doctor wrap the native calls in promises.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -53,6 +55,13 @@ function nativeCall(start, signal) {
   });
 }
 
+// The refresh token stored beside the access token pi resolved, so a Run refused with 401 can
+// refresh once and replay; pi itself still owns and persists auth.json.
+function storedRefreshToken(providerId, apiKey) {
+  const stored = readJson(join(agentDir(), "auth.json"))?.[providerId];
+  return stored?.type === "oauth" && stored.access === apiKey ? stored.refresh : undefined;
+}
+
 function streamSimple(native, model, context, options) {
   const stream = createAssistantMessageEventStream();
   const live = {};
@@ -63,6 +72,7 @@ function streamSimple(native, model, context, options) {
     reasoning: options?.reasoning,
     apiKey: options?.apiKey,
     maxTokens: options?.maxTokens,
+    refreshToken: storedRefreshToken(model.provider, options?.apiKey),
   };
   const finish = () => {
     finished = true;

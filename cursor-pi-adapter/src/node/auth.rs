@@ -12,7 +12,9 @@ use super::state;
 use super::task::{
     JsCallback, StreamHandle, abortable, catch_panic, js_error, outcome_json, panic_info, send,
 };
-use crate::provider::{CursorOAuth, TokioClock, TransportHttp, abort_pair, api_key};
+use crate::provider::{
+    CursorOAuth, TokioClock, TransportHttp, abort_pair, api_key, api_origin_from_env, auth_config,
+};
 
 /// Signs in: `on_auth` receives the deep link for the user to open; `on_done` receives
 /// `{ok: <auth.json entry>}` once the browser sign-in completes, or `{error, kind, message,
@@ -70,9 +72,11 @@ pub fn get_api_key(credentials_json: String) -> napi::Result<String> {
 
 fn oauth() -> Result<CursorOAuth, ErrorInfo> {
     let client = state::client()?;
-    Ok(CursorOAuth::new(
+    // The refresh goes to the API origin (CURSOR_PROVIDER_API_ORIGIN in tests).
+    Ok(CursorOAuth::with_config(
         Arc::new(TransportHttp::new(client)),
         Arc::new(TokioClock),
+        auth_config(&api_origin_from_env()?),
     ))
 }
 

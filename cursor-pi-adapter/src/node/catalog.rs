@@ -4,7 +4,7 @@ use std::panic::catch_unwind;
 
 use cursor_catalog::TransportCatalogRpc;
 use cursor_proto::ir::{ErrorInfo, ErrorKind};
-use cursor_transport::{AccessToken, CliIdentity, Origin};
+use cursor_transport::{AccessToken, CliIdentity};
 use napi::bindgen_prelude::spawn;
 use napi_derive::napi;
 use serde_json::{Value, json};
@@ -15,8 +15,8 @@ use super::task::{
 };
 use crate::compat::TESTED_PI_VERSIONS;
 use crate::provider::{
-    API, CHANNEL_ENV, ChannelKind, PROVIDER_ID, SNAPSHOT_KEY, abort_pair, pi_models,
-    refresh_catalog as refresh,
+    API, CHANNEL_ENV, ChannelKind, PROVIDER_ID, SNAPSHOT_KEY, abort_pair, api_origin_from_env,
+    pi_models, refresh_catalog as refresh,
 };
 
 /// `{id, api, channel, channelEnv, snapshotKey, testedPiVersions, version}`; `channel` is the
@@ -87,7 +87,7 @@ pub fn refresh_catalog(
             let client = state::client()?;
             let rpc = TransportCatalogRpc::new(
                 client,
-                Origin::api2(),
+                api_origin_from_env()?,
                 AccessToken::new(access_token),
                 CliIdentity::default(),
             );

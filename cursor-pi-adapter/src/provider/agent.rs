@@ -10,6 +10,11 @@
 //! [`Handle`](cursor_agent::Handle) in a [`HandleStore`]: cursor-agent's resume planner decides
 //! per Run whether to resume it (history not replayed) or rebuild it from the full transcript,
 //! and a resume found stale mid-run is rebuilt once, starting with a `Reset`.
+//!
+//! A Run refused with 401 before it streamed anything refreshes the access token once (when
+//! the channel has a [`CursorOAuth`] and pi's stored entry has a refresh token) and is
+//! replayed once with the new token; a failed refresh or a second 401 ends the turn with the
+//! auth error, whose next step is `/login cursor`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,7 +27,7 @@ use cursor_agent::{
 use cursor_catalog::{
     Catalog, CatalogStore, MaxMode, ThinkingLevel, agent_origin_override_from_env,
 };
-use cursor_proto::ir::{ErrorInfo, Event, Message, StopReason, ToolResult};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, Message, StopReason, ToolResult};
 use cursor_transport::{
     AccessToken, CallKind, CliIdentity, Client, Origin, RequestHeaders, RequestId,
 };
@@ -30,7 +35,10 @@ use futures::channel::oneshot;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::{Channel, ChannelKind, Turn};
+use super::{
+    Channel, ChannelKind, CursorOAuth, LOGIN_NEXT_STEP, TokioClock, TransportHttp, Turn,
+    api_origin_from_env, auth_config,
+};
 
 /// Runs a driver task to completion on the host's runtime (napi's in the Node binding, tokio's
 /// in tests): the driver itself never spawns.
@@ -86,6 +94,18 @@ struct WaitingRun {
     finished: oneshot::Receiver<Option<AgentError>>,
     /// Set while the Run is a resume that may still be rebuilt once.
     recovery: Option<Recovery>,
+    /// Set while a 401 may still be answered by one refresh and replay.
+    auth_replay: Option<AuthReplay>,
+    /// Whether an event of this Run reached pi (a Run that streamed is never replayed).
+    streamed: bool,
+}
+
+/// What replaying a Run refused with 401 needs.
+struct AuthReplay {
+    oauth: CursorOAuth,
+    refresh_token: String,
+    channel: AgentChannel,
+    turn: Turn,
 }
 
 /// What rebuilding a stale resume needs.
@@ -106,6 +126,7 @@ pub struct AgentChannel {
     sessions: Sessions,
     spawn: Spawner,
     handles: Option<HandleStore>,
+    oauth: Option<CursorOAuth>,
 }
 
 impl fmt::Debug for AgentChannel {
@@ -115,6 +136,7 @@ impl fmt::Debug for AgentChannel {
             .field("workspace_uri", &self.workspace_uri)
             .field("sessions", &self.sessions)
             .field("handles", &self.handles.as_ref().map(HandleStore::dir))
+            .field("oauth", &self.oauth)
             .finish_non_exhaustive()
     }
 }
@@ -140,7 +162,16 @@ impl AgentChannel {
             sessions,
             spawn,
             handles: None,
+            oauth: None,
         }
+    }
+
+    /// Answers a Run refused with 401 by refreshing the access token once through `oauth` and
+    /// replaying the Run once (for turns whose options carry a refresh token).
+    #[must_use]
+    pub fn with_token_refresh(mut self, oauth: CursorOAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Keeps each session's resume handle in `store`, so a later process resumes the remote
@@ -154,11 +185,12 @@ impl AgentChannel {
     /// The channel for this process: the agent origin from `CURSOR_PROVIDER_AGENT_ORIGIN` or
     /// the one `store`'s snapshot discovered (else Cursor's default), the current directory as
     /// the workspace, and resume handles where cursor-agent's `ResumeEnv` says
-    /// (`CURSOR_PROVIDER_HANDLE_DIR`, else under `$HOME`).
+    /// (`CURSOR_PROVIDER_HANDLE_DIR`, else under `$HOME`). A 401 is answered by one token
+    /// refresh against the API origin ([`api_origin_from_env`]).
     ///
     /// # Errors
     ///
-    /// An agent origin off the allowlist.
+    /// An agent or API origin off the allowlist.
     pub fn from_env(
         client: Client,
         store: &CatalogStore,
@@ -169,6 +201,11 @@ impl AgentChannel {
             .agent_origin(agent_origin_override_from_env().as_deref())
             .map_err(ErrorInfo::from)?
             .origin;
+        let oauth = CursorOAuth::with_config(
+            Arc::new(TransportHttp::new(client.clone())),
+            Arc::new(TokioClock),
+            auth_config(&api_origin_from_env()?),
+        );
         let channel = Self::new(
             client,
             origin,
@@ -176,15 +213,32 @@ impl AgentChannel {
             workspace_uri(),
             sessions,
             spawn,
-        );
+        )
+        .with_token_refresh(oauth);
         Ok(match cursor_agent::ResumeEnv::from_env().handle_dir {
             Some(dir) => channel.with_handle_store(HandleStore::new(dir)),
             None => channel,
         })
     }
 
-    /// Plans the turn's Run (resume or rebuild) from the session's stored handle and starts it.
+    /// Plans the turn's Run (resume or rebuild) from the session's stored handle and starts it;
+    /// a 401 on it may be answered by one refresh and replay.
     fn start(&self, turn: &Turn) -> Result<WaitingRun, ErrorInfo> {
+        let mut run = self.start_once(turn)?;
+        let refresh = turn.options.refresh_token.as_deref().map(str::trim);
+        if let (Some(oauth), Some(refresh)) = (&self.oauth, refresh.filter(|r| !r.is_empty())) {
+            run.auth_replay = Some(AuthReplay {
+                oauth: oauth.clone(),
+                refresh_token: refresh.to_owned(),
+                channel: self.clone(),
+                turn: turn.clone(),
+            });
+        }
+        Ok(run)
+    }
+
+    /// Plans the turn's Run from the session's stored handle and starts it, without a replay.
+    fn start_once(&self, turn: &Turn) -> Result<WaitingRun, ErrorInfo> {
         turn.options.access_token()?;
         let level = turn
             .options
@@ -255,6 +309,8 @@ impl AgentChannel {
             pending: Vec::new(),
             finished,
             recovery: None,
+            auth_replay: None,
+            streamed: false,
         })
     }
 
@@ -345,6 +401,17 @@ async fn next_event(
                 }
                 return Some((event, None));
             }
+            Event::Error(info)
+                if info.kind == ErrorKind::Auth && !run.streamed && run.auth_replay.is_some() =>
+            {
+                match replay_with_fresh_token(run, info).await {
+                    Ok(replayed) => {
+                        run = replayed;
+                        continue;
+                    }
+                    Err(info) => return Some((Event::Error(info), None)),
+                }
+            }
             Event::Error(_) if run.recovery.is_some() => match rebuild_if_stale(run).await {
                 // The rebuilt Run starts with a `Reset` of its own.
                 Some(Ok(rebuilt)) => {
@@ -359,8 +426,40 @@ async fn next_event(
             }
             _ => {}
         }
+        run.streamed = true;
         return Some((event, Some(Leg::Stream(run))));
     }
+}
+
+/// After a Run was refused with 401 (`refused`) before it streamed: refreshes the access token
+/// once and starts the Run again with it, never to be replayed again. A refresh that fails
+/// ends the turn with the auth error.
+async fn replay_with_fresh_token(
+    mut run: WaitingRun,
+    refused: &ErrorInfo,
+) -> Result<WaitingRun, ErrorInfo> {
+    let Some(replay) = run.auth_replay.take() else {
+        return Err(refused.clone());
+    };
+    run.handle.cancel();
+    let access = replay.turn.options.access_token()?;
+    let fresh = replay
+        .oauth
+        .refresh_access(access, &replay.refresh_token)
+        .await
+        .map_err(|failure| {
+            ErrorInfo::new(
+                ErrorKind::Auth,
+                format!(
+                    "Cursor refused the access token ({}) and refreshing it failed: {}",
+                    refused.message, failure.message
+                ),
+                LOGIN_NEXT_STEP,
+            )
+        })?;
+    let mut turn = replay.turn;
+    turn.options.api_key = Some(fresh);
+    replay.channel.start_once(&turn)
 }
 
 /// After a resumed Run failed: when it failed because the resume was stale, the rebuild to
@@ -401,7 +500,7 @@ fn id_seed() -> Result<[u8; 16], ErrorInfo> {
     let mut seed = [0; 16];
     getrandom::fill(&mut seed).map_err(|error| {
         ErrorInfo::new(
-            cursor_proto::ir::ErrorKind::Local,
+            ErrorKind::Local,
             format!("the system random source failed: {error}"),
             "check the operating system's entropy source, then retry",
         )

@@ -127,6 +127,26 @@ impl CursorOAuth {
         .map_err(|error| error.to_error_info())?;
         to_json(&refreshed)
     }
+
+    /// Exchanges `refresh` for a new access token, for a Run the server refused with 401
+    /// (`access` is the token it refused). Only the access token comes back: pi keeps the
+    /// stored entry and refreshes it itself when it expires.
+    ///
+    /// # Errors
+    ///
+    /// The classified refresh failure (a refused refresh asks for `/login cursor`).
+    pub async fn refresh_access(&self, access: &str, refresh: &str) -> Result<String, ErrorInfo> {
+        let credentials = Credentials::new(access, refresh, 0);
+        let refreshed = cursor_auth::refresh(
+            self.http.as_ref(),
+            self.clock.as_ref(),
+            &self.config,
+            &credentials,
+        )
+        .await
+        .map_err(|error| error.to_error_info())?;
+        Ok(refreshed.access)
+    }
 }
 
 /// What pi's `getApiKey(credentials)` returns: the access token of a stored entry.

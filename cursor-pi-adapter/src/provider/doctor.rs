@@ -3,13 +3,13 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use cursor_auth::{Credentials, DEFAULT_API_BASE, HttpClient};
+use cursor_auth::{Credentials, HttpClient};
 use cursor_catalog::CatalogStore;
 use serde_json::{Value, json};
 
 use crate::compat::TESTED_PI_VERSIONS;
 
-use super::{API, CHANNEL_ENV, ChannelKind, PROVIDER_ID};
+use super::{API, CHANNEL_ENV, ChannelKind, PROVIDER_ID, api_origin_from_env};
 
 /// What the doctor looks at besides the environment.
 #[non_exhaustive]
@@ -85,20 +85,25 @@ fn identity_section() -> Value {
     }
 }
 
+/// Probes the API origin the refreshes use ([`api_origin_from_env`]).
 async fn network_section<C: HttpClient + ?Sized>(client: &C) -> Value {
-    let request = http::Request::get(format!("{DEFAULT_API_BASE}/"))
+    let origin = match api_origin_from_env() {
+        Ok(origin) => origin.to_string(),
+        Err(info) => return json!({"state": "misconfigured", "error": info.to_string()}),
+    };
+    let request = http::Request::get(format!("{origin}/"))
         .body(Bytes::new())
         .map_err(|error| error.to_string());
     let request = match request {
         Ok(request) => request,
-        Err(error) => return json!({"state": "error", "origin": DEFAULT_API_BASE, "error": error}),
+        Err(error) => return json!({"state": "error", "origin": origin, "error": error}),
     };
     match client.send(request).await {
         Ok(response) => {
-            json!({"state": "reachable", "origin": DEFAULT_API_BASE, "status": response.status().as_u16()})
+            json!({"state": "reachable", "origin": origin, "status": response.status().as_u16()})
         }
         Err(error) => json!({
-            "state": "unreachable", "origin": DEFAULT_API_BASE, "kind": error.kind().as_str(), "error": error.message(),
+            "state": "unreachable", "origin": origin, "kind": error.kind().as_str(), "error": error.message(),
         }),
     }
 }

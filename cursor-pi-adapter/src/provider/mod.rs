@@ -11,7 +11,10 @@
 //!   never falls back to the other channel.
 //! - [`AgentChannel`] is the agent channel over cursor-agent's driver: a session's Run stays
 //!   open across a tool round ([`Sessions`]), and with a handle store a later process resumes
-//!   the remote conversation.
+//!   the remote conversation. A Run refused with 401 refreshes the token once and is replayed
+//!   once ([`AgentChannel::with_token_refresh`]).
+//! - [`api_origin_from_env`] is where the catalog and token refreshes go: `api2.cursor.sh`, or
+//!   the allowlisted `CURSOR_PROVIDER_API_ORIGIN` ([`API_ORIGIN_ENV`]).
 //! - [`CursorOAuth`] and [`api_key`] are pi's OAuth callbacks; [`pi_models`] and
 //!   [`refresh_catalog`] serve pi's model list; [`diagnose`] is the `/cursor-doctor` report.
 //!
@@ -49,6 +52,7 @@
 
 mod abort;
 mod agent;
+mod api_origin;
 mod auth;
 mod backend;
 mod catalog;
@@ -63,6 +67,7 @@ mod unavailable;
 
 pub use abort::{AbortHandle, AbortSignal, abort_pair};
 pub use agent::{AgentChannel, Sessions, Spawner};
+pub use api_origin::{API_ORIGIN_ENV, api_origin, api_origin_from_env, auth_config};
 pub use auth::{CursorOAuth, TokioClock, TransportHttp, api_key};
 pub use backend::Channel;
 pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};

@@ -36,7 +36,7 @@ impl Turn {
 ///
 /// The extension's JS entry forwards exactly these fields of pi's `SimpleStreamOptions` (the
 /// rest are functions or pi-internal); their names and meaning are the same in pi 0.99.1,
-/// 1.0.3 and 1.6.0. `Debug` never shows the access token.
+/// 1.0.3 and 1.6.0. `Debug` never shows a token.
 #[non_exhaustive]
 #[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,6 +54,10 @@ pub struct TurnOptions {
     /// The output budget, when pi sets one.
     #[serde(default)]
     pub max_tokens: Option<u64>,
+    /// The refresh token stored beside `api_key` in pi's `auth.json`, so a Run refused with
+    /// 401 can refresh once and replay; absent when the JS entry found none.
+    #[serde(default)]
+    pub refresh_token: Option<String>,
 }
 
 impl TurnOptions {
@@ -99,6 +103,10 @@ impl fmt::Debug for TurnOptions {
             .field("reasoning", &self.reasoning)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("max_tokens", &self.max_tokens)
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -121,9 +129,13 @@ mod tests {
 
     #[test]
     fn debug_output_hides_the_access_token() {
-        let options = TurnOptions::from_json(r#"{"apiKey":"secret-token"}"#).unwrap();
+        let options =
+            TurnOptions::from_json(r#"{"apiKey":"secret-token","refreshToken":"secret-refresh"}"#)
+                .unwrap();
+        assert_eq!(options.refresh_token.as_deref(), Some("secret-refresh"));
         let shown = format!("{options:?}");
         assert!(!shown.contains("secret-token"), "{shown}");
+        assert!(!shown.contains("secret-refresh"), "{shown}");
         assert!(shown.contains("<redacted>"), "{shown}");
     }
 

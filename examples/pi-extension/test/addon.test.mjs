@@ -130,3 +130,17 @@ test("doctor reports every section offline and never shows a token", async () =>
   const text = JSON.stringify(result);
   assert.ok(!text.includes("access-1") && !text.includes("refresh-1"), text);
 });
+
+test("an API origin override off the allowlist refuses the token refresh instead of using api2", async () => {
+  process.env.CURSOR_PROVIDER_API_ORIGIN = "https://example.com";
+  try {
+    const result = await new Promise((resolve) =>
+      native.refreshToken(JSON.stringify(stored), (json) => resolve(JSON.parse(json))),
+    );
+    assert.equal(result.kind, "local", JSON.stringify(result));
+    assert.match(result.message, /CURSOR_PROVIDER_API_ORIGIN is refused/);
+    assert.ok(!JSON.stringify(result).includes("refresh-1"));
+  } finally {
+    delete process.env.CURSOR_PROVIDER_API_ORIGIN;
+  }
+});

@@ -1,0 +1,100 @@
+// Measures how long a replica text frame takes to become pi's `message_update` event:
+//
+//   node latency.mjs <replica origin> <deltas> <pi command...>
+//
+// The replica is scripted (POST /replica/script `text N`) to answer the next Run with N
+// one-word text deltas sent back to back. pi (with this extension, `--mode json -p`) reaches
+// the replica through a TCP relay here that timestamps every chunk the replica sends; each
+// text_delta line pi prints is timestamped on arrival. Back to back, a delta's latency includes
+// waiting behind the earlier deltas of the burst.
+// Prints one summary line; exits 1 when pi fails or the deltas do not all arrive.
+import { spawn } from "node:child_process";
+import { connect as connectH2 } from "node:http2";
+import { createConnection, createServer } from "node:net";
+import { performance } from "node:perf_hooks";
+import { createInterface } from "node:readline";
+
+const [origin, count, ...command] = process.argv.slice(2);
+const deltas = Number(count);
+if (!origin || !(deltas > 0) || command.length === 0) {
+  console.error("usage: latency.mjs <replica origin> <deltas> <pi command...>");
+  process.exit(2);
+}
+const target = new URL(origin);
+
+function queueText() {
+  return new Promise((resolve, reject) => {
+    const session = connectH2(origin);
+    session.on("error", reject);
+    const request = session.request({ ":method": "POST", ":path": "/replica/script" });
+    let status = 0;
+    request.on("response", (headers) => (status = headers[":status"]));
+    request.on("error", reject);
+    request.resume();
+    request.on("end", () => {
+      session.close();
+      status === 200 ? resolve() : reject(new Error(`/replica/script answered ${status}`));
+    });
+    request.end(`text ${deltas}`);
+  });
+}
+
+// Relay: every chunk from the replica is timestamped with its size.
+const chunks = [];
+const relay = createServer((client) => {
+  const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
+  client.pipe(upstream);
+  upstream.on("data", (data) => {
+    chunks.push({ at: performance.now(), bytes: data.length });
+    client.write(data);
+  });
+  upstream.on("end", () => client.end());
+  upstream.on("error", () => client.destroy());
+  client.on("error", () => upstream.destroy());
+});
+await new Promise((resolve) => relay.listen(0, "127.0.0.1", resolve));
+const relayOrigin = `http://127.0.0.1:${relay.address().port}`;
+
+await queueText();
+const pi = spawn(command[0], command.slice(1), {
+  stdio: ["ignore", "pipe", "inherit"],
+  env: { ...process.env, CURSOR_PROVIDER_AGENT_ORIGIN: relayOrigin },
+});
+const arrivals = [];
+for await (const line of createInterface({ input: pi.stdout })) {
+  const at = performance.now();
+  if (!line.includes('"text_delta"')) continue;
+  const event = JSON.parse(line);
+  if (event.type === "message_update" && event.assistantMessageEvent?.type === "text_delta") {
+    arrivals.push(at);
+  }
+}
+const status = await new Promise((resolve) => pi.on("close", resolve));
+relay.close();
+if (status !== 0 || arrivals.length !== deltas) {
+  console.error(`latency: pi exited ${status} after ${arrivals.length} of ${deltas} deltas`);
+  process.exit(1);
+}
+
+// The burst: the replica's chunks from the first large one (the HTTP/2 handshake chunks before
+// it are small). Delta i's frame is taken to end (i+1)/N of the way through the burst's bytes
+// (the frames are nearly the same size); its latency is its arrival in pi's output minus the
+// arrival at the relay of the chunk holding that byte.
+const start = chunks.findIndex((c) => c.bytes >= 256);
+const burst = chunks.slice(Math.max(start, 0));
+const total = burst.reduce((sum, c) => sum + c.bytes, 0);
+const latencies = arrivals.map((at, i) => {
+  const offset = ((i + 1) / deltas) * total;
+  let seen = 0;
+  const chunk = burst.find((c) => (seen += c.bytes) >= offset) ?? burst.at(-1);
+  return at - chunk.at;
+});
+const first = latencies[0];
+latencies.sort((a, b) => a - b);
+const pct = (p) => latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)];
+const fmt = (ms) => `${ms.toFixed(2)} ms`;
+console.log(
+  `${deltas} back-to-back text deltas, replica frame at the relay → pi message_update: ` +
+    `first ${fmt(first)}, p50 ${fmt(pct(50))}, p99 ${fmt(pct(99))}, max ${fmt(latencies.at(-1))} ` +
+    `(burst of ${total} bytes in ${burst.length} chunk(s) over ${fmt(burst.at(-1).at - burst[0].at)})`,
+);
