@@ -198,7 +198,6 @@ pub fn host_is_allowed(host: &str) -> bool {
         || host.ends_with(".cursor.com")
         || matches!(host.as_str(), "127.0.0.1" | "localhost" | "[::1]")
         || host == "docs.rs"
-        || host == "crates.io"
 }
 
 /// Every `http://` or `https://` host named in `text`, with its line number.
