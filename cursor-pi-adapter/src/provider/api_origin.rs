@@ -68,7 +68,7 @@ mod tests {
     fn an_override_off_the_allowlist_is_a_local_error_not_the_default() {
         for bad in [
             "https://example.com",
-            "http://10.0.0.1:80",
+            "https://api2.cursor.sh.invalid",
             "ftp://127.0.0.1:1",
         ] {
             let error = api_origin(Some(bad)).unwrap_err();
