@@ -240,7 +240,7 @@ mod tests {
         let text = redirector.text(
             "Fetch",
             &Intent::Fetch {
-                url: "https://x.example".into(),
+                url: "https://x.example.com".into(),
             },
             false,
         );

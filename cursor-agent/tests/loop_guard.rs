@@ -130,7 +130,7 @@ fn every_kind_of_miss_counts_toward_the_same_budget() {
     h.exec(
         1,
         Exec::FetchArgs(w::FetchArgs {
-            url: "https://x.example".into(),
+            url: "https://x.example.com".into(),
             ..Default::default()
         }),
     );

@@ -809,14 +809,14 @@ fn a_translation_is_a_real_tool_call_and_resets_the_miss_count() {
     h.exec(
         1,
         Exec::FetchArgs(w::FetchArgs {
-            url: "https://x.example".into(),
+            url: "https://x.example.com".into(),
             ..Default::default()
         }),
     );
     h.exec(
         2,
         Exec::FetchArgs(w::FetchArgs {
-            url: "https://y.example".into(),
+            url: "https://y.example.com".into(),
             ..Default::default()
         }),
     );

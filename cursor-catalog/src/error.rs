@@ -100,7 +100,7 @@ impl CatalogError {
             }
             Self::AgentOriginRefused { from, .. } => match from {
                 crate::agent_host::AgentOriginSource::Override => {
-                    "set CURSOR_PROVIDER_AGENT_ORIGIN to https://agent[n].[region.]api5.cursor.sh or unset it"
+                    "set CURSOR_PROVIDER_AGENT_ORIGIN to https://agentn.api5.cursor.sh (or another agent host under api5.cursor.sh), or unset it"
                 }
                 _ => {
                     "upgrade the cursor crates, or set CURSOR_PROVIDER_AGENT_ORIGIN to an allowlisted agent host"

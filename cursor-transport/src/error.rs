@@ -242,7 +242,7 @@ impl CursorError {
             }
             _ => match self {
                 Self::OriginRefused { .. } => {
-                    "use an allowlisted origin (https://api2.cursor.sh, https://agent[n].[region.]api5.cursor.sh, or loopback http for tests)"
+                    "use an allowlisted origin (https://api2.cursor.sh, an agent host under api5.cursor.sh such as https://agentn.api5.cursor.sh, or loopback http for tests)"
                 }
                 Self::Canceled => "nothing: the call was canceled on purpose",
                 _ => "fix the configuration or input named in the message",

@@ -187,7 +187,9 @@ pub fn spawn_lines(text: &str) -> Vec<(usize, String)> {
 /// reserved for documentation and tests (RFC 2606), which can never reach a real server.
 pub fn host_is_allowed(host: &str) -> bool {
     let host = host.to_ascii_lowercase();
-    let reserved = ["example.com", "example.org", "example.net"].contains(&host.as_str())
+    let reserved = ["example.com", "example.org", "example.net"]
+        .iter()
+        .any(|name| host == *name || host.ends_with(&format!(".{name}")))
         || [".example", ".test", ".invalid"]
             .iter()
             .any(|tld| host.ends_with(tld));

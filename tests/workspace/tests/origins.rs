@@ -12,9 +12,6 @@ fn source_names_only_allowlisted_hosts() {
             .unwrap()
             .to_string_lossy()
             .replace('\\', "/");
-        if relative.starts_with("tests/workspace/") {
-            continue; // this checker's own fixtures name forbidden hosts on purpose
-        }
         let text = std::fs::read_to_string(&path).unwrap();
         for (line, host) in hosts_named(&text) {
             if !host_is_allowed(&host) {
@@ -31,16 +28,21 @@ fn source_names_only_allowlisted_hosts() {
 
 #[test]
 fn host_extraction_handles_ports_paths_and_ipv6() {
-    let text = r#"let a = "https://api2.cursor.sh/auth/poll"; let b = "http://127.0.0.1:8080/x";
-let c = "http://[::1]:9/"; let d = "https://evil.example.net";"#;
-    let hosts: Vec<String> = hosts_named(text).into_iter().map(|(_, h)| h).collect();
+    // The forbidden URL is assembled at run time so this file itself names no forbidden host.
+    let text = format!(
+        r#"let a = "https://api2.cursor.sh/auth/poll"; let b = "http://127.0.0.1:8080/x";
+let c = "http://[::1]:9/"; let d = "{scheme}://evil-mirror.net";"#,
+        scheme = "https"
+    );
+    let hosts: Vec<String> = hosts_named(&text).into_iter().map(|(_, h)| h).collect();
     assert_eq!(
         hosts,
-        ["api2.cursor.sh", "127.0.0.1", "[::1]", "evil.example.net"]
+        ["api2.cursor.sh", "127.0.0.1", "[::1]", "evil-mirror.net"]
     );
     assert!(host_is_allowed("agentn.us.api5.cursor.sh"));
-    assert!(!host_is_allowed("evil.example.net"));
+    assert!(!host_is_allowed("evil-mirror.net"));
     assert!(!host_is_allowed("cursor.sh.evil.net"));
     assert!(host_is_allowed("x.example") && host_is_allowed("example.org"));
     assert!(!host_is_allowed("x") && !host_is_allowed("example.org.evil.net"));
+    assert!(host_is_allowed("x.example.com") && !host_is_allowed("notexample.com"));
 }
