@@ -7,6 +7,10 @@
 //! - the four catalog RPCs from the catalog fixture's realistic roster, with
 //!   `GetServerConfig` naming this origin as the agent host;
 //! - the token refresh `POST /oauth/token`;
+//! - on a second loopback listener, `aiserver.v1.InferenceService/RunInference` with
+//!   `cursor_inference::testing::Replica` (`ping` → `pong`, tool calls on request), beside the
+//!   same catalog and token refresh: the agent replica answers every streaming call on its own
+//!   origin as a Run, so RunInference needs an origin of its own;
 //! - `POST /replica/script` scripts the next Run: the body `silent` makes it read its request
 //!   and then send nothing until the client gives up (for abort tests); `text N` makes it
 //!   answer with N one-word text deltas sent back to back, then end the turn (for latency
@@ -20,8 +24,9 @@
 //! - `--log PATH` [`REPLICA_LOG`]: append one JSON line per Run (label `agent-resume` /
 //!   `agent-rebuild`, user texts in the root prompt, exec requests and results).
 //!
-//! The first line of stdout is `REPLICA_ORIGIN=http://127.0.0.1:PORT`; the server then runs
-//! until killed. Run with `cargo run -p cursor-examples --example replica -- --log runs.jsonl`.
+//! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
+//! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
+//! killed. Run with `cargo run -p cursor-examples --example replica -- --log runs.jsonl`.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -32,6 +37,7 @@ use bytes::Bytes;
 use cursor_agent::testing::{Replica, Script};
 use cursor_catalog::Rpc;
 use cursor_catalog::testing::FixtureRoster;
+use cursor_inference::testing::Replica as InferenceReplica;
 use cursor_proto::agent::v1::{
     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
     agent_server_message::Message as Server, interaction_update::Message as Update,
@@ -84,15 +90,22 @@ async fn main() -> Result<(), BoxError> {
     let origin = Arc::new(OnceLock::<String>::new());
     let handler_origin = Arc::clone(&origin);
     let fail_auth = options.fail_auth;
-    let refreshes = AtomicU64::new(0);
+    let refreshes = Arc::new(AtomicU64::new(0));
     let replica = Replica::new();
     let scripted = replica.clone();
+    let agent_refreshes = Arc::clone(&refreshes);
     let builder = TestServer::builder().handler(move |request| {
         if request.uri().path() == "/replica/script" {
             return script(&scripted, request.body());
         }
-        answer(&request, &handler_origin, fail_auth, &refreshes)
+        answer(&request, &handler_origin, fail_auth, &agent_refreshes)
     });
+    let inference_origin = Arc::clone(&origin);
+    let inference_builder = TestServer::builder()
+        .handler(move |request| answer(&request, &inference_origin, fail_auth, &refreshes));
+    let inference = InferenceReplica::new();
+    inference.set_fail_auth(options.fail_auth);
+    let inference = inference.listen(inference_builder).await?;
 
     replica.set_fail_auth(options.fail_auth);
     if let Some(path) = &options.log {
@@ -120,6 +133,7 @@ async fn main() -> Result<(), BoxError> {
     let _ = origin.set(public.clone());
 
     let mut stdout = std::io::stdout();
+    writeln!(stdout, "REPLICA_INFERENCE_ORIGIN={}", inference.origin())?;
     writeln!(stdout, "REPLICA_ORIGIN={public}")?;
     stdout.flush()?;
     eprintln!(
@@ -132,6 +146,7 @@ async fn main() -> Result<(), BoxError> {
     );
     std::future::pending::<()>().await;
     drop(server);
+    drop(inference);
     Ok(())
 }
 

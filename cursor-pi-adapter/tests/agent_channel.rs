@@ -38,7 +38,7 @@ async fn fixture() -> Fixture {
         sessions.clone(),
         tokio_spawner(),
     );
-    let provider = Provider::select(Ok(ChannelKind::Agent), Arc::new(channel));
+    let provider = Provider::select(Ok(ChannelKind::Agent), || Arc::new(channel), no_inference);
     Fixture {
         replica,
         sessions,
@@ -255,7 +255,7 @@ fn process(replica: &ReplicaServer, store: &HandleStore) -> Provider {
         tokio_spawner(),
     )
     .with_handle_store(store.clone());
-    Provider::select(Ok(ChannelKind::Agent), Arc::new(channel))
+    Provider::select(Ok(ChannelKind::Agent), || Arc::new(channel), no_inference)
 }
 
 async fn wait_for_handle(store: &HandleStore, session: &str) {
@@ -381,4 +381,9 @@ async fn a_resume_the_backend_forgot_is_rebuilt_once_within_the_same_turn() {
         Some("agent-rebuild"),
         "{labels:?}"
     );
+}
+
+/// The inference channel of a provider whose choice is agent: never built.
+fn no_inference() -> Arc<dyn cursor_pi_adapter::provider::Channel> {
+    unreachable!("the agent choice never builds the inference channel")
 }

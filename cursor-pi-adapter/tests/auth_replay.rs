@@ -82,7 +82,13 @@ async fn fixture(endpoint: TokenEndpoint) -> Fixture {
     Fixture {
         replica,
         refreshes,
-        provider: Provider::select(Ok(ChannelKind::Agent), Arc::new(channel)),
+        provider: Provider::select(
+            Ok(ChannelKind::Agent),
+            || Arc::new(channel),
+            || -> Arc<dyn cursor_pi_adapter::provider::Channel> {
+                unreachable!("the agent choice never builds the inference channel")
+            },
+        ),
     }
 }
 

@@ -22,6 +22,7 @@ const OPTIONS: &str = r#"{"sessionId": "0190-session", "apiKey": "token"}"#;
 /// A channel that plays a script, records what it was asked, and notices being dropped.
 #[derive(Debug, Default)]
 struct Scripted {
+    kind: ChannelKind,
     script: Vec<Step>,
     opened: AtomicUsize,
     last_turn: Mutex<Option<Turn>>,
@@ -42,6 +43,19 @@ impl Scripted {
             ..Self::default()
         })
     }
+
+    fn inference(script: Vec<Step>) -> Arc<Self> {
+        Arc::new(Self {
+            kind: ChannelKind::Inference,
+            script,
+            ..Self::default()
+        })
+    }
+}
+
+/// The channel of a choice the test does not make.
+fn unused() -> Arc<dyn Channel> {
+    Scripted::new(Vec::new())
 }
 
 struct DropFlag(Arc<AtomicBool>);
@@ -54,7 +68,7 @@ impl Drop for DropFlag {
 
 impl Channel for Scripted {
     fn kind(&self) -> ChannelKind {
-        ChannelKind::Agent
+        self.kind
     }
 
     fn open(&self, turn: Turn) -> BoxStream<'static, Event> {
@@ -104,7 +118,7 @@ async fn the_agent_channel_answers_by_default_and_gets_the_mapped_turn() {
             reason: StopReason::Stop,
         }),
     ]);
-    let provider = Provider::select(ChannelKind::parse(None), agent.clone());
+    let provider = Provider::select(ChannelKind::parse(None), || agent.clone(), unused);
     let events = run(&provider, OPTIONS, AbortSignal::never()).await;
     assert_eq!(
         types(&events),
@@ -119,29 +133,79 @@ async fn the_agent_channel_answers_by_default_and_gets_the_mapped_turn() {
 }
 
 #[tokio::test]
-async fn the_inference_choice_is_refused_and_never_reaches_the_agent_channel() {
+async fn the_inference_choice_answers_on_the_inference_channel_and_never_reaches_the_agent() {
     let agent = Scripted::new(vec![Step::Emit(Event::Done {
         reason: StopReason::Stop,
     })]);
-    let provider = Provider::select(ChannelKind::parse(Some("inference")), agent.clone());
+    let inference = Scripted::inference(vec![
+        Step::Emit(Event::TextDelta {
+            text: "pong".into(),
+        }),
+        Step::Emit(Event::Done {
+            reason: StopReason::Stop,
+        }),
+    ]);
+    let provider = Provider::select(
+        ChannelKind::parse(Some("inference")),
+        || agent.clone(),
+        || inference.clone(),
+    );
     assert_eq!(provider.channel().kind(), ChannelKind::Inference);
     let events = run(&provider, OPTIONS, AbortSignal::never()).await;
-    assert_eq!(types(&events), ["error"], "no start before a refusal");
-    let text = error_message(&events);
-    assert!(text.starts_with("local error: "), "{text}");
-    assert!(text.contains("CURSOR_PROVIDER_CHANNEL=inference"), "{text}");
-    assert!(
-        text.contains("next step: unset CURSOR_PROVIDER_CHANNEL"),
-        "{text}"
+    assert_eq!(
+        events.last().unwrap()["message"]["content"][0]["text"],
+        "pong"
     );
-    assert!(!pi_would_retry(text), "{text}");
+    assert_eq!(inference.opened.load(Ordering::SeqCst), 1);
     assert_eq!(agent.opened.load(Ordering::SeqCst), 0, "no fallback");
+}
+
+#[tokio::test]
+async fn an_inference_failure_is_the_turn_error_and_never_touches_the_agent_channel() {
+    let agent = Scripted::new(vec![Step::Emit(Event::Done {
+        reason: StopReason::Stop,
+    })]);
+    let inference = Scripted::inference(vec![Step::Emit(Event::Error(ErrorInfo::new(
+        ErrorKind::RemoteRefusal,
+        "permission_denied: not entitled to RunInference",
+        "unset CURSOR_PROVIDER_CHANNEL to use the agent channel",
+    )))]);
+    let provider = Provider::select(
+        ChannelKind::parse(Some("inference")),
+        || agent.clone(),
+        || inference.clone(),
+    );
+    let events = run(&provider, OPTIONS, AbortSignal::never()).await;
+    assert_eq!(types(&events).last(), Some(&"error"));
+    let text = error_message(&events);
+    assert!(text.contains("not entitled to RunInference"), "{text}");
+    assert_eq!(agent.opened.load(Ordering::SeqCst), 0, "no fallback");
+}
+
+#[tokio::test]
+async fn an_agent_failure_never_touches_the_inference_channel() {
+    let agent = Scripted::new(vec![Step::Emit(Event::Error(ErrorInfo::new(
+        ErrorKind::Network,
+        "connection reset",
+        "retry",
+    )))]);
+    let inference = Scripted::inference(vec![Step::Emit(Event::Done {
+        reason: StopReason::Stop,
+    })]);
+    let provider = Provider::select(
+        Ok(ChannelKind::Agent),
+        || agent.clone(),
+        || inference.clone(),
+    );
+    let events = run(&provider, OPTIONS, AbortSignal::never()).await;
+    assert_eq!(types(&events).last(), Some(&"error"));
+    assert_eq!(inference.opened.load(Ordering::SeqCst), 0, "no fallback");
 }
 
 #[tokio::test]
 async fn a_malformed_channel_choice_fails_every_turn_with_the_accepted_values() {
     let agent = Scripted::new(Vec::new());
-    let provider = Provider::select(ChannelKind::parse(Some("both")), agent.clone());
+    let provider = Provider::select(ChannelKind::parse(Some("both")), || agent.clone(), unused);
     let events = run(&provider, OPTIONS, AbortSignal::never()).await;
     let text = error_message(&events);
     assert!(text.contains("\"both\""), "{text}");
@@ -157,7 +221,7 @@ async fn events_reach_the_host_before_the_turn_ends_and_abort_stops_the_channel(
         }),
         Step::Stall,
     ]);
-    let provider = Provider::select(Ok(ChannelKind::Agent), agent.clone());
+    let provider = Provider::select(Ok(ChannelKind::Agent), || agent.clone(), unused);
     let (handle, signal) = abort_pair();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
@@ -198,7 +262,7 @@ async fn events_reach_the_host_before_the_turn_ends_and_abort_stops_the_channel(
 #[tokio::test]
 async fn a_turn_aborted_before_it_starts_never_opens_the_channel() {
     let agent = Scripted::new(Vec::new());
-    let provider = Provider::select(Ok(ChannelKind::Agent), agent.clone());
+    let provider = Provider::select(Ok(ChannelKind::Agent), || agent.clone(), unused);
     let (handle, signal) = abort_pair();
     handle.abort();
     let events = run(&provider, OPTIONS, signal).await;
@@ -210,7 +274,7 @@ async fn a_turn_aborted_before_it_starts_never_opens_the_channel() {
 #[tokio::test]
 async fn a_channel_that_stops_early_fails_the_turn_as_retryable() {
     let agent = Scripted::new(vec![Step::Emit(Event::TextDelta { text: "cut".into() })]);
-    let provider = Provider::select(Ok(ChannelKind::Agent), agent);
+    let provider = Provider::select(Ok(ChannelKind::Agent), || agent, unused);
     let events = run(&provider, OPTIONS, AbortSignal::never()).await;
     let text = error_message(&events);
     assert!(text.starts_with("network error: "), "{text}");
@@ -219,7 +283,7 @@ async fn a_channel_that_stops_early_fails_the_turn_as_retryable() {
 
 async fn error_text_for(info: ErrorInfo) -> String {
     let agent = Scripted::new(vec![Step::Emit(Event::Error(info))]);
-    let provider = Provider::select(Ok(ChannelKind::Agent), agent);
+    let provider = Provider::select(Ok(ChannelKind::Agent), || agent, unused);
     let events = run(&provider, OPTIONS, AbortSignal::never()).await;
     error_message(&events).to_owned()
 }
@@ -275,7 +339,7 @@ async fn every_error_kind_reaches_pi_with_its_next_step_and_only_network_is_retr
 
 #[tokio::test]
 async fn malformed_pi_input_fails_before_start_with_a_local_error() {
-    let provider = Provider::select(Ok(ChannelKind::Agent), Scripted::new(Vec::new()));
+    let provider = Provider::select(Ok(ChannelKind::Agent), || Scripted::new(Vec::new()), unused);
     let mut events = Vec::new();
     provider
         .stream(

@@ -8,7 +8,7 @@ use napi_derive::napi;
 use super::state;
 use super::task::{JsCallback, StreamHandle, catch_panic, send};
 use crate::provider::{
-    AgentChannel, Channel, ChannelKind, Provider, UnavailableChannel, abort_pair,
+    AgentChannel, Channel, ChannelKind, InferenceChannel, Provider, UnavailableChannel, abort_pair,
 };
 
 /// Answers one pi `streamSimple(model, context, options)` call.
@@ -26,7 +26,7 @@ pub fn stream_simple(
     let (handle, signal) = abort_pair();
     spawn(async move {
         let work = async {
-            let provider = Provider::select(ChannelKind::from_env(), agent());
+            let provider = Provider::select(ChannelKind::from_env(), agent, inference);
             provider
                 .stream(&model_json, &context_json, &options_json, signal, |event| {
                     send(&on_event, event.to_string());
@@ -56,5 +56,16 @@ fn agent() -> Arc<dyn Channel> {
     match channel {
         Ok(channel) => Arc::new(channel),
         Err(reason) => Arc::new(UnavailableChannel::new(ChannelKind::Agent, reason)),
+    }
+}
+
+/// The inference channel for this process, or a channel that reports why there is none.
+fn inference() -> Arc<dyn Channel> {
+    let channel = state::client().and_then(|client| {
+        InferenceChannel::from_env(client, &state::catalog_store(), state::spawner())
+    });
+    match channel {
+        Ok(channel) => Arc::new(channel),
+        Err(reason) => Arc::new(UnavailableChannel::new(ChannelKind::Inference, reason)),
     }
 }

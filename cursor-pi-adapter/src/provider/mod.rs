@@ -7,8 +7,9 @@
 //! - A failure is always a classified pi error with a next step ([`for_pi`]): an auth failure
 //!   says `/login cursor`, and a failure retrying cannot fix carries none of the wording that
 //!   makes pi retry.
-//! - The `inference` channel is refused in this version ([`inference_unavailable`]); a failure
-//!   never falls back to the other channel.
+//! - [`InferenceChannel`] is the inference channel over cursor-inference's driver, chosen only
+//!   by `CURSOR_PROVIDER_CHANNEL=inference`: one RunInference stream per turn, IDE identity,
+//!   calls to the API origin. A failure on either channel never falls back to the other.
 //! - [`AgentChannel`] is the agent channel over cursor-agent's driver: a session's Run stays
 //!   open across a tool round ([`Sessions`]), and with a handle store a later process resumes
 //!   the remote conversation. A Run refused with 401 refreshes the token once and is replayed
@@ -19,17 +20,27 @@
 //!   [`refresh_catalog`] serve pi's model list; [`diagnose`] is the `/cursor-doctor` report.
 //!
 //! ```
+//! use std::cell::Cell;
 //! use std::sync::Arc;
 //!
-//! use cursor_pi_adapter::provider::{AbortSignal, ChannelKind, Provider, UnavailableChannel};
+//! use cursor_pi_adapter::provider::{AbortSignal, Channel, ChannelKind, Provider, UnavailableChannel};
 //! use cursor_proto::ir::{ErrorInfo, ErrorKind};
 //!
-//! // Whatever would answer on the agent channel; `inference` never reaches it.
-//! let agent = Arc::new(UnavailableChannel::new(
-//!     ChannelKind::Agent,
-//!     ErrorInfo::new(ErrorKind::Local, "not used here", "none"),
-//! ));
-//! let provider = Provider::select(ChannelKind::parse(Some("inference")), agent);
+//! // An inference channel that cannot answer on this host, and an agent channel that must
+//! // never be asked: the choice is explicit, with no fallback.
+//! let agent_built = Cell::new(false);
+//! let provider = Provider::select(
+//!     ChannelKind::parse(Some("inference")),
+//!     || -> Arc<dyn Channel> {
+//!         agent_built.set(true);
+//!         Arc::new(UnavailableChannel::new(ChannelKind::Agent, ErrorInfo::new(ErrorKind::Local, "unused", "none")))
+//!     },
+//!     || Arc::new(UnavailableChannel::new(
+//!         ChannelKind::Inference,
+//!         ErrorInfo::new(ErrorKind::Local, "no machine id on this host", "unset CURSOR_PROVIDER_CHANNEL"),
+//!     )),
+//! );
+//! assert_eq!(provider.channel().kind(), ChannelKind::Inference);
 //!
 //! let model = r#"{"id": "composer-2.5", "api": "cursor-agent", "provider": "cursor",
 //!                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}"#;
@@ -43,11 +54,12 @@
 //!     |event| events.push(event),
 //! ));
 //!
-//! // One error, before any output, saying the inference channel is not in this version.
+//! // One error from the inference channel; the agent channel was never even built.
 //! assert_eq!(events.len(), 1);
 //! assert_eq!(events[0]["type"], "error");
 //! let text = events[0]["error"]["errorMessage"].as_str().unwrap();
-//! assert!(text.contains("CURSOR_PROVIDER_CHANNEL=inference"), "{text}");
+//! assert!(text.contains("no machine id"), "{text}");
+//! assert!(!agent_built.get());
 //! ```
 
 mod abort;
@@ -59,6 +71,7 @@ mod catalog;
 mod channel;
 mod doctor;
 mod error_text;
+mod inference;
 mod models;
 mod orchestrator;
 mod retry_words;
@@ -74,10 +87,11 @@ pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
 pub use channel::{CHANNEL_ENV, ChannelKind};
 pub use doctor::{DoctorInput, diagnose};
 pub use error_text::{for_pi, is_transient, pi_would_retry};
+pub use inference::InferenceChannel;
 pub use models::{pi_model, pi_models};
 pub use orchestrator::Provider;
 pub use turn::{Turn, TurnOptions};
-pub use unavailable::{UnavailableChannel, inference_unavailable};
+pub use unavailable::UnavailableChannel;
 
 /// The provider id pi knows this provider by (`--model cursor/<id>`, `/login cursor`).
 pub const PROVIDER_ID: &str = "cursor";

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::compat::{EventMapper, ModelInfo, conversation_from_json};
 
 use super::error_text::for_pi;
-use super::unavailable::{UnavailableChannel, inference_unavailable};
+use super::unavailable::UnavailableChannel;
 use super::{API, AbortSignal, Channel, ChannelKind, PROVIDER_ID, Turn, TurnOptions};
 
 /// The `cursor` provider: answers pi's `streamSimple` calls on the one channel it was built
@@ -31,15 +31,17 @@ impl Provider {
     }
 
     /// The provider for a `CURSOR_PROVIDER_CHANNEL` choice ([`ChannelKind::from_env`]):
-    /// `agent` answers on `agent`; `inference` refuses every turn because this version has no
-    /// inference channel; a malformed choice refuses every turn with the parse error.
-    pub fn select(choice: Result<ChannelKind, ErrorInfo>, agent: Arc<dyn Channel>) -> Self {
+    /// `agent` answers on the channel `agent` builds, `inference` on the one `inference`
+    /// builds, and a malformed choice refuses every turn with the parse error. Only the chosen
+    /// channel is built, so a turn can never reach the other one.
+    pub fn select(
+        choice: Result<ChannelKind, ErrorInfo>,
+        agent: impl FnOnce() -> Arc<dyn Channel>,
+        inference: impl FnOnce() -> Arc<dyn Channel>,
+    ) -> Self {
         let channel: Arc<dyn Channel> = match choice {
-            Ok(ChannelKind::Agent) => agent,
-            Ok(ChannelKind::Inference) => Arc::new(UnavailableChannel::new(
-                ChannelKind::Inference,
-                inference_unavailable(),
-            )),
+            Ok(ChannelKind::Agent) => agent(),
+            Ok(ChannelKind::Inference) => inference(),
             Err(reason) => Arc::new(UnavailableChannel::new(ChannelKind::Agent, reason)),
         };
         Self::new(channel)

@@ -1,21 +1,9 @@
-//! Channels that refuse every turn, and the reasons this version gives.
+//! A channel that refuses every turn: what a channel that cannot be built answers.
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind, Event};
+use cursor_proto::ir::{ErrorInfo, Event};
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::{CHANNEL_ENV, Channel, ChannelKind, Turn};
-
-/// Why `CURSOR_PROVIDER_CHANNEL=inference` fails in this version. The turn is refused, never
-/// sent to the agent channel instead.
-pub fn inference_unavailable() -> ErrorInfo {
-    ErrorInfo::new(
-        ErrorKind::Local,
-        format!(
-            "{CHANNEL_ENV}=inference selects the RunInference channel, which this version of the cursor provider does not include; the turn was not sent to any other channel"
-        ),
-        format!("unset {CHANNEL_ENV} or set it to agent, to use the agent channel"),
-    )
-}
+use super::{Channel, ChannelKind, Turn};
 
 /// A channel that cannot answer in this build or configuration: every turn fails at once with
 /// the same classified error, before any I/O.
@@ -49,7 +37,7 @@ impl Channel for UnavailableChannel {
 
 #[cfg(test)]
 mod tests {
-    use cursor_proto::ir::Conversation;
+    use cursor_proto::ir::{Conversation, ErrorKind};
     use futures::executor::block_on;
 
     use super::*;
@@ -58,24 +46,16 @@ mod tests {
 
     #[test]
     fn an_unavailable_channel_answers_every_turn_with_its_reason_only() {
-        let channel = UnavailableChannel::new(ChannelKind::Inference, inference_unavailable());
+        let reason = ErrorInfo::new(ErrorKind::Local, "no machine id", "unset the channel");
+        let channel = UnavailableChannel::new(ChannelKind::Inference, reason.clone());
+        assert_eq!(channel.kind(), ChannelKind::Inference);
+        assert_eq!(channel.reason(), &reason);
         let turn = Turn::new(
             ModelInfo::new("cursor-agent", "cursor", "auto"),
             Conversation::new(""),
             TurnOptions::default(),
         );
         let events: Vec<Event> = block_on(channel.open(turn).collect());
-        assert_eq!(events, [Event::Error(inference_unavailable())]);
-    }
-
-    #[test]
-    fn the_inference_refusal_says_there_is_no_fallback_and_how_to_switch() {
-        let reason = inference_unavailable();
-        assert_eq!(reason.kind, ErrorKind::Local);
-        assert!(
-            reason.message.contains("not sent to any other channel"),
-            "{reason}"
-        );
-        assert!(reason.next_step.contains(CHANNEL_ENV), "{reason}");
+        assert_eq!(events, [Event::Error(reason)]);
     }
 }

@@ -93,13 +93,45 @@ test("a turn without credentials is an auth error pointing at /login cursor, bef
     assert.match(events[0].error.errorMessage, /^auth error: .*next step: run \/login cursor/);
   }));
 
-test("the inference channel is refused and says how to switch back", () =>
-  withChannel("inference", async () => {
-    const events = await stream(JSON.stringify(model), JSON.stringify(context));
-    assert.deepEqual(events.map((e) => e.type), ["error"]);
-    assert.match(events[0].error.errorMessage, /CURSOR_PROVIDER_CHANNEL=inference/);
-    assert.match(events[0].error.errorMessage, /next step: unset CURSOR_PROVIDER_CHANNEL/);
-  }));
+const inferenceReplica = process.env.CURSOR_REPLICA_INFERENCE_ORIGIN;
+
+/** Runs `run` with CURSOR_PROVIDER_API_ORIGIN set to `origin`, then restores it. */
+function withApiOrigin(origin, run) {
+  const before = process.env.CURSOR_PROVIDER_API_ORIGIN;
+  process.env.CURSOR_PROVIDER_API_ORIGIN = origin;
+  return run().finally(() => {
+    if (before === undefined) delete process.env.CURSOR_PROVIDER_API_ORIGIN;
+    else process.env.CURSOR_PROVIDER_API_ORIGIN = before;
+  });
+}
+
+test(
+  "the inference channel answers through the RunInference replica on the API origin",
+  { skip: inferenceReplica?.startsWith("http://127.0.0.1:") ? false : "needs the loopback RunInference replica (run-pi.sh starts it)" },
+  () =>
+    withApiOrigin(inferenceReplica, () =>
+      withChannel("inference", async () => {
+        const events = await stream(JSON.stringify(model), JSON.stringify(context));
+        assert.equal(events.at(-1).type, "done", JSON.stringify(events));
+        assert.equal(events.at(-1).message.content[0].text, "pong");
+      }),
+    ),
+);
+
+test(
+  "an inference failure is the turn's error and is never answered by the agent channel",
+  { skip: replica?.startsWith("http://127.0.0.1:") ? false : "needs the loopback agent replica (run-pi.sh starts it)" },
+  () =>
+    // The agent replica's origin serves Run but not RunInference: the agent channel would
+    // answer `pong`, the inference channel must fail instead.
+    withApiOrigin(replica, () =>
+      withChannel("inference", async () => {
+        const events = await stream(JSON.stringify(model), JSON.stringify(context));
+        assert.deepEqual(events.map((e) => e.type), ["error"]);
+        assert.doesNotMatch(JSON.stringify(events), /pong/);
+      }),
+    ),
+);
 
 test("a malformed context is a local error naming pi's shapes", async () => {
   const events = await stream(JSON.stringify(model), JSON.stringify({ messages: 3 }));

@@ -22,7 +22,8 @@
 #   - 401: against a second replica that refuses every Run and every token refresh, `-p ping`
 #     exits non-zero, names `/login cursor`, and the turn was not retried (at most the Run and
 #     its one replay);
-#   - `-p` with CURSOR_PROVIDER_CHANNEL=inference ends with the inference refusal (exit 1);
+#   - `-p ping` with CURSOR_PROVIDER_CHANNEL=inference and the API origin on the replica's
+#     RunInference listener prints `pong`, and the agent replica saw no Run (no fallback);
 #   - `-p /cursor-doctor --offline` prints the report without the seeded tokens.
 # Then it measures what loading the extension adds to `pi --list-models` (COLD_START_RUNS
 # runs each, default 10; 0 skips it), and the latency from a replica text frame to pi's
@@ -55,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 
 # start_replica <name> [flags]: starts a replica logging its Runs to $work/<name>.jsonl and
-# sets `origin` to its origin.
+# sets `origin` to its origin and `inference_origin` to its RunInference listener.
 start_replica() {
   name=$1
   shift
@@ -68,6 +69,7 @@ start_replica() {
     i=$((i + 1))
   done
   origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/$name.origin")
+  inference_origin=$(sed -n 's/^REPLICA_INFERENCE_ORIGIN=//p' "$work/$name.origin")
   case "$origin" in
     http://127.0.0.1:*) ;;
     *) echo "run-pi.sh: the $name replica did not start: $(cat "$work/$name.err")" >&2; exit 1 ;;
@@ -75,6 +77,9 @@ start_replica() {
 }
 
 start_replica runs
+runs_inference=$inference_origin
+CURSOR_REPLICA_INFERENCE_ORIGIN=$runs_inference
+export CURSOR_REPLICA_INFERENCE_ORIGIN
 CURSOR_PROVIDER_AGENT_ORIGIN=$origin
 CURSOR_PROVIDER_API_ORIGIN=$origin
 export CURSOR_PROVIDER_AGENT_ORIGIN CURSOR_PROVIDER_API_ORIGIN
@@ -238,14 +243,17 @@ for version in 0.99.1 1.0.3 1.6.0; do
   { [ "$attempts" -ge 1 ] && [ "$attempts" -le 2 ]; } || problem "the replica saw $attempts Run(s)"
   end
 
-  begin "$version inference channel refusal"
+  begin "$version inference channel"
+  before=$(runs_logged "$work/runs.jsonl")
   status=0
-  out=$(CURSOR_PROVIDER_CHANNEL=inference pi "$entry" -e "$ext" --model "$model" -p ping 2>&1) || status=$?
-  [ "$status" -eq 1 ] || problem "exited $status"
+  out=$(CURSOR_PROVIDER_CHANNEL=inference CURSOR_PROVIDER_API_ORIGIN=$runs_inference pi "$entry" -e "$ext" --model "$model" -p ping 2>&1) || status=$?
+  [ "$status" -eq 0 ] || problem "exited $status: $out"
   case "$out" in
-    *"CURSOR_PROVIDER_CHANNEL=inference selects the RunInference channel"*"the turn was not sent to any other channel"*) ;;
+    *pong*) ;;
     *) problem "printed: $out" ;;
   esac
+  sleep 0.2
+  [ "$(runs_logged "$work/runs.jsonl")" -eq "$before" ] || problem "the agent replica saw a Run"
   end
 
   begin "$version /cursor-doctor"

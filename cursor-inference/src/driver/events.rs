@@ -1,0 +1,28 @@
+//! The host side of a turn: its events, in order.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use cursor_proto::ir::Event;
+use futures::Stream;
+use tokio::sync::mpsc;
+
+/// The events of one turn. Ends after the turn's last event; dropping it cancels the turn.
+#[derive(Debug)]
+pub struct InferenceEvents {
+    receiver: mpsc::UnboundedReceiver<Event>,
+}
+
+impl InferenceEvents {
+    pub(crate) fn new(receiver: mpsc::UnboundedReceiver<Event>) -> Self {
+        Self { receiver }
+    }
+}
+
+impl Stream for InferenceEvents {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        self.receiver.poll_recv(cx)
+    }
+}

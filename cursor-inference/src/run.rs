@@ -1,0 +1,382 @@
+//! `InferenceRun`: one turn on RunInference as a sans-IO state machine.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use cursor_proto::aiserver::v1::{
+    InferenceStreamError, InferenceStreamErrorType, InferenceStreamResponse,
+    RunInferenceCancelInvocation, RunInferenceClientMessage, RunInferenceFinishRun,
+    RunInferenceInvocationEnd, RunInferenceServerMessage, inference_stream_response::Response,
+    run_inference_client_message::Message as ClientArm,
+    run_inference_server_message::Message as ServerArm,
+};
+use cursor_proto::ir::{Conversation, Event, StopReason, Usage};
+use cursor_transport::CursorError;
+use prost::Message as _;
+
+use crate::error::StreamRefusal;
+use crate::tool_calls::ToolCallAssembler;
+use crate::{InferenceConfig, InferenceError, request};
+
+/// How long the server may take to answer the run request with `run_ready`.
+pub const RUN_READY_TIMEOUT: Duration = Duration::from_secs(65);
+/// How long the model may take to produce its first token after the invocation.
+pub const FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the stream may stay without a work frame once tokens flow. Heartbeats do not
+/// count: they prove the connection, not progress.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where the turn stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// `run_request` sent; `invoke_model` waits for `run_ready`.
+    AwaitingReady,
+    /// `invoke_model` sent; no token yet.
+    AwaitingFirstToken,
+    /// Tokens flow.
+    Streaming,
+    /// Done, failed or canceled.
+    Finished,
+}
+
+/// One RunInference turn: the conversation goes out as one model invocation, the answer comes
+/// back as [`Event`]s.
+///
+/// Sans-IO: feed it what the server sent ([`handle_server_message`](Self::handle_server_message),
+/// [`handle_end_of_stream`](Self::handle_end_of_stream),
+/// [`handle_transport_error`](Self::handle_transport_error)) and the clock
+/// ([`handle_timeout`](Self::handle_timeout) at [`poll_timeout`](Self::poll_timeout)); take
+/// the frames to send from [`poll_transmit`](Self::poll_transmit) and the host events from
+/// [`poll_event`](Self::poll_event). The turn ends with exactly one [`Event::Done`],
+/// [`Event::Error`] or [`Event::Aborted`].
+///
+/// There is no exec branch: a tool call ends the turn with
+/// [`StopReason::ToolUse`], and its result goes out as a TOOL message in the next turn's
+/// conversation, on a new run.
+#[derive(Debug)]
+pub struct InferenceRun {
+    config: InferenceConfig,
+    phase: Phase,
+    invoke: Option<RunInferenceClientMessage>,
+    transmit: VecDeque<RunInferenceClientMessage>,
+    events: VecDeque<Event>,
+    deadline: Option<Instant>,
+    tool_calls: ToolCallAssembler,
+    asked_for_tools: bool,
+    failure: Option<InferenceError>,
+}
+
+impl InferenceRun {
+    /// A turn answering `conversation` with `config`, opened at `now`: the `run_request`
+    /// frame is ready to send, and the `run_ready` watchdog starts.
+    pub fn open(config: InferenceConfig, conversation: &Conversation, now: Instant) -> Self {
+        let run_request = request::run_request(&config, conversation);
+        let invoke = request::invoke_model(&config, conversation);
+        Self {
+            config,
+            phase: Phase::AwaitingReady,
+            invoke: Some(invoke),
+            transmit: VecDeque::from([run_request]),
+            events: VecDeque::new(),
+            deadline: Some(now + RUN_READY_TIMEOUT),
+            tool_calls: ToolCallAssembler::default(),
+            asked_for_tools: false,
+            failure: None,
+        }
+    }
+
+    /// The turn's settings.
+    pub fn config(&self) -> &InferenceConfig {
+        &self.config
+    }
+
+    /// The next frame to send, in order.
+    pub fn poll_transmit(&mut self) -> Option<RunInferenceClientMessage> {
+        self.transmit.pop_front()
+    }
+
+    /// The next event for the host, in order.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next, if ever.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Whether the turn has ended (its last event may still wait in [`poll_event`](Self::poll_event)).
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    /// Why the turn failed, if it did.
+    pub fn failure(&self) -> Option<&InferenceError> {
+        self.failure.as_ref()
+    }
+
+    /// Feeds one serialized server message.
+    pub fn handle_server_bytes(&mut self, bytes: &[u8], now: Instant) {
+        match decode_server(bytes) {
+            Ok(message) => self.handle_server_message(message, now),
+            Err(error) => self.fail(error),
+        }
+    }
+
+    /// Feeds one server message received at `now`.
+    pub fn handle_server_message(&mut self, message: RunInferenceServerMessage, now: Instant) {
+        if self.is_finished() {
+            return;
+        }
+        match message.message {
+            Some(ServerArm::Heartbeat(_)) => {}
+            Some(ServerArm::RunReady(_)) => self.on_run_ready(now),
+            Some(ServerArm::InvocationResponse(response)) => {
+                if let Err(error) = self.check_invocation(&response.invocation_id) {
+                    return self.fail(error);
+                }
+                match response.response {
+                    Some(response) => self.on_response(response, now),
+                    // Arms this version does not read (response info, provider metadata, image
+                    // descriptions) decode to nothing; they carry no part of the answer.
+                    None => self.touch(now, false),
+                }
+            }
+            Some(ServerArm::InvocationEnd(end)) => self.on_invocation_end(end),
+            None => self.fail(InferenceError::drift(
+                "a RunInference server message with an arm this version does not know",
+            )),
+        }
+    }
+
+    /// The server ended the stream (successfully) at `now`.
+    pub fn handle_end_of_stream(&mut self, _now: Instant) {
+        if !self.is_finished() {
+            self.fail(InferenceError::drift(
+                "the server ended RunInference before the invocation ended",
+            ));
+        }
+    }
+
+    /// The call failed in the transport (network, 401, Connect error).
+    pub fn handle_transport_error(&mut self, error: CursorError) {
+        if !self.is_finished() {
+            self.fail(InferenceError::Transport(error));
+        }
+    }
+
+    /// The clock reached `now`: a watchdog whose deadline passed fails the turn.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let Some(deadline) = self.deadline else {
+            return;
+        };
+        if now < deadline || self.is_finished() {
+            return;
+        }
+        let (waiting_for, limit) = match self.phase {
+            Phase::AwaitingReady => ("run_ready", RUN_READY_TIMEOUT),
+            Phase::AwaitingFirstToken => ("first token", FIRST_TOKEN_TIMEOUT),
+            Phase::Streaming | Phase::Finished => ("model output", IDLE_TIMEOUT),
+        };
+        self.cancel_invocation();
+        self.fail(InferenceError::Timeout { waiting_for, limit });
+    }
+
+    /// The host gave up on the turn: the invocation is canceled and the run finished, and the
+    /// turn ends with [`Event::Aborted`].
+    pub fn cancel(&mut self) {
+        if self.is_finished() {
+            return;
+        }
+        self.cancel_invocation();
+        self.events.push_back(Event::Aborted);
+        self.finish();
+    }
+
+    fn on_run_ready(&mut self, now: Instant) {
+        match (self.phase, self.invoke.take()) {
+            (Phase::AwaitingReady, Some(invoke)) => {
+                self.transmit.push_back(invoke);
+                self.phase = Phase::AwaitingFirstToken;
+                self.deadline = Some(now + FIRST_TOKEN_TIMEOUT);
+            }
+            _ => self.fail(InferenceError::drift("run_ready arrived twice")),
+        }
+    }
+
+    fn check_invocation(&self, id: &str) -> Result<(), InferenceError> {
+        if self.phase == Phase::AwaitingReady {
+            return Err(InferenceError::drift(
+                "an invocation frame arrived before run_ready",
+            ));
+        }
+        if !id.is_empty() && id != self.config.invocation_id {
+            return Err(InferenceError::drift(format!(
+                "a frame for invocation {id:?}, which this run never started"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Moves the watchdog: a token leaves the first-token wait; any work frame resets idle.
+    fn touch(&mut self, now: Instant, token: bool) {
+        if token {
+            self.phase = Phase::Streaming;
+        }
+        if self.phase == Phase::Streaming {
+            self.deadline = Some(now + IDLE_TIMEOUT);
+        }
+    }
+
+    fn on_response(&mut self, response: InferenceStreamResponse, now: Instant) {
+        let Some(arm) = response.response else {
+            return self.touch(now, false);
+        };
+        match arm {
+            Response::TextPart(part) => {
+                self.touch(now, true);
+                if !part.text.is_empty() {
+                    self.events.push_back(Event::TextDelta { text: part.text });
+                }
+            }
+            Response::ThinkingPart(part) => {
+                self.touch(now, true);
+                if !part.text.is_empty() {
+                    self.events
+                        .push_back(Event::ThinkingDelta { text: part.text });
+                }
+            }
+            Response::ToolCallPart(part) => {
+                self.touch(now, true);
+                match self.tool_calls.push(part) {
+                    Ok(Some(call)) => {
+                        self.asked_for_tools = true;
+                        self.events.push_back(Event::ToolCall(call));
+                    }
+                    Ok(None) => {}
+                    Err(error) => self.fail(error),
+                }
+            }
+            Response::Usage(usage) => {
+                self.touch(now, false);
+                let mut report = Usage::default();
+                report.input_tokens = count(usage.prompt_tokens);
+                report.output_tokens = count(usage.completion_tokens);
+                self.events.push_back(Event::Usage(report));
+            }
+            Response::ExtendedUsage(usage) => {
+                self.touch(now, false);
+                let mut report = Usage::default();
+                report.input_tokens = count(usage.input_tokens);
+                report.output_tokens = count(usage.output_tokens);
+                report.cache_read_tokens = count(usage.cache_read_tokens);
+                report.cache_write_tokens = count(usage.cache_write_tokens);
+                self.events.push_back(Event::Usage(report));
+            }
+            Response::InvocationId(_) => self.touch(now, false),
+            Response::Error(error) => self.on_stream_error(error),
+        }
+    }
+
+    fn on_stream_error(&mut self, error: InferenceStreamError) {
+        let kind = InferenceStreamErrorType::try_from(error.error_type)
+            .unwrap_or(InferenceStreamErrorType::Unknown);
+        if error.is_output_token_limit_error || kind == InferenceStreamErrorType::OutputTokenLimit {
+            // The answer so far stands; the model ran out of output budget.
+            return self.done(StopReason::Length);
+        }
+        let refusal = if error.is_input_token_limit_error {
+            StreamRefusal::InputTokenLimit
+        } else {
+            match kind {
+                InferenceStreamErrorType::Authentication => {
+                    return self.fail(InferenceError::StreamAuth {
+                        message: error.message,
+                    });
+                }
+                InferenceStreamErrorType::InputTokenLimit => StreamRefusal::InputTokenLimit,
+                InferenceStreamErrorType::RateLimit => StreamRefusal::RateLimit,
+                InferenceStreamErrorType::Permission => StreamRefusal::Permission,
+                InferenceStreamErrorType::Overloaded => StreamRefusal::Overloaded,
+                InferenceStreamErrorType::ContentFilter => StreamRefusal::ContentFilter,
+                _ => StreamRefusal::Other,
+            }
+        };
+        let message = if error.code.is_empty() {
+            error.message
+        } else {
+            format!("{} ({})", error.message, error.code)
+        };
+        self.fail(InferenceError::Stream { refusal, message });
+    }
+
+    fn on_invocation_end(&mut self, end: RunInferenceInvocationEnd) {
+        if let Err(error) = self.check_invocation(&end.invocation_id) {
+            return self.fail(error);
+        }
+        if let Some(error) = end.error {
+            return self.fail(InferenceError::InvocationEnd {
+                code: error.code,
+                message: error.message,
+            });
+        }
+        if self.tool_calls.has_open_calls() {
+            return self.fail(InferenceError::drift(
+                "the invocation ended with a tool call still incomplete",
+            ));
+        }
+        let reason = if self.asked_for_tools {
+            StopReason::ToolUse
+        } else {
+            StopReason::Stop
+        };
+        self.done(reason);
+    }
+
+    fn done(&mut self, reason: StopReason) {
+        self.events.push_back(Event::Done { reason });
+        self.finish();
+    }
+
+    fn fail(&mut self, error: InferenceError) {
+        if self.is_finished() {
+            return;
+        }
+        self.events.push_back(Event::Error(error.to_info()));
+        self.failure = Some(error);
+        self.finish();
+    }
+
+    /// Ends the run politely: the server is told no more invocations follow.
+    fn finish(&mut self) {
+        self.transmit.push_back(RunInferenceClientMessage {
+            message: Some(ClientArm::FinishRun(RunInferenceFinishRun {})),
+        });
+        self.phase = Phase::Finished;
+        self.deadline = None;
+    }
+
+    fn cancel_invocation(&mut self) {
+        if matches!(self.phase, Phase::AwaitingFirstToken | Phase::Streaming) {
+            self.transmit.push_back(RunInferenceClientMessage {
+                message: Some(ClientArm::CancelInvocation(RunInferenceCancelInvocation {
+                    invocation_id: self.config.invocation_id.clone(),
+                })),
+            });
+        }
+    }
+}
+
+/// A server count as `u64`; a negative count is read as none.
+fn count(value: i32) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// Decodes one server message; bytes that do not decode are drift.
+fn decode_server(bytes: &[u8]) -> Result<RunInferenceServerMessage, InferenceError> {
+    RunInferenceServerMessage::decode(bytes).map_err(|error| {
+        InferenceError::drift(format!(
+            "a RunInference server message does not decode: {error}"
+        ))
+    })
+}

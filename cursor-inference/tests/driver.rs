@@ -1,0 +1,233 @@
+//! The driver against the loopback replica, and gzip on the wire.
+
+use std::future::Future;
+use std::time::Duration;
+
+use cursor_inference::driver::{self, RUN_INFERENCE_PATH};
+use cursor_inference::testing::{Replica, Script};
+use cursor_inference::{InferenceConfig, InferenceRun};
+use cursor_proto::aiserver::v1::{
+    InferenceMessageRole, InferenceStreamErrorType, inference_core_message::Content,
+};
+use cursor_proto::ir::{
+    AssistantContent, Conversation, ErrorKind, Event, Message, StopReason, ToolCall, ToolResult,
+};
+use cursor_transport::testing::TestServer;
+use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
+use futures::StreamExt as _;
+use prost::Message as _;
+use serde_json::json;
+
+async fn within<T>(future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), future)
+        .await
+        .expect("the test should not hang")
+}
+
+fn ide_headers() -> RequestHeaders {
+    let identity = IdeIdentity::new("a".repeat(64), "b".repeat(64));
+    RequestHeaders::ide(
+        &AccessToken::new("test-token"),
+        &identity,
+        &RequestId::generate().unwrap(),
+        1_700_000_000_000,
+    )
+    .unwrap()
+}
+
+/// Runs one turn to the end; returns its events and the finished run.
+async fn turn(origin: Origin, conversation: &Conversation) -> (Vec<Event>, InferenceRun) {
+    let config = InferenceConfig::new("composer-2.5").unwrap();
+    let (events, task) = driver::open(
+        Client::new().unwrap(),
+        origin,
+        ide_headers(),
+        config,
+        conversation,
+    );
+    let task = tokio::spawn(task.into_future());
+    let events: Vec<Event> = within(events.collect()).await;
+    let run = within(task).await.unwrap();
+    (events, run)
+}
+
+fn text_of(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn ping_is_answered_with_pong_and_usage() {
+    let server = Replica::start().await.unwrap();
+    let conversation = Conversation::new("be brief").with_message(Message::user_text("ping"));
+    let (events, run) = turn(server.origin(), &conversation).await;
+    assert_eq!(text_of(&events), "pong");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Usage(u) if u.input_tokens == 12))
+    );
+    assert_eq!(
+        events.last(),
+        Some(&Event::Done {
+            reason: StopReason::Stop
+        })
+    );
+    assert!(run.is_finished() && run.failure().is_none());
+    let requests = server.replica().requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].messages[0].role,
+        InferenceMessageRole::System as i32
+    );
+}
+
+#[tokio::test]
+async fn a_tool_round_hands_the_call_to_the_host_and_sends_the_result_next_turn() {
+    let server = Replica::start().await.unwrap();
+    let ask = Message::user_text(r#"tool: read {"path": "notes.txt"}"#);
+    let first = Conversation::new("").with_message(ask.clone());
+    let (events, _) = turn(server.origin(), &first).await;
+    let call = ToolCall::new("call-1", "read", json!({"path": "notes.txt"}));
+    assert!(
+        events.contains(&Event::ToolCall(call.clone())),
+        "{events:?}"
+    );
+    assert_eq!(
+        events.last(),
+        Some(&Event::Done {
+            reason: StopReason::ToolUse
+        })
+    );
+
+    let second = Conversation::new("")
+        .with_message(ask)
+        .with_message(Message::Assistant {
+            content: vec![AssistantContent::ToolCall(call)],
+        })
+        .with_message(Message::ToolResult(ToolResult::text(
+            "call-1", "read", "hello", false,
+        )));
+    let (events, _) = turn(server.origin(), &second).await;
+    assert_eq!(text_of(&events), "got: hello");
+    let requests = server.replica().requests();
+    let last = requests[1].messages.last().unwrap();
+    assert_eq!(last.role, InferenceMessageRole::Tool as i32);
+    assert!(matches!(last.content, Some(Content::ToolContent(_))));
+}
+
+#[tokio::test]
+async fn a_401_is_an_auth_error_pointing_at_login() {
+    let server = Replica::start().await.unwrap();
+    server.replica().set_fail_auth(true);
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    let (events, run) = turn(server.origin(), &conversation).await;
+    let Some(Event::Error(info)) = events.last() else {
+        panic!("the turn should fail: {events:?}");
+    };
+    assert_eq!(info.kind, ErrorKind::Auth);
+    assert!(info.next_step.contains("/login cursor"), "{info}");
+    assert_eq!(run.failure().map(|e| e.kind()), Some(ErrorKind::Auth));
+}
+
+#[tokio::test]
+async fn an_error_mid_stream_keeps_the_text_so_far_and_fails_the_turn() {
+    let server = Replica::start().await.unwrap();
+    server.replica().script(Script::StreamError {
+        text: "par".into(),
+        error_type: InferenceStreamErrorType::Overloaded as i32,
+        message: "model busy".into(),
+    });
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    let (events, _) = turn(server.origin(), &conversation).await;
+    assert_eq!(text_of(&events), "par");
+    let Some(Event::Error(info)) = events.last() else {
+        panic!("the turn should fail: {events:?}");
+    };
+    assert_eq!(info.kind, ErrorKind::RemoteRefusal);
+    assert!(info.message.contains("model busy"), "{info}");
+}
+
+#[tokio::test]
+async fn dropping_the_events_cancels_a_silent_turn() {
+    let server = Replica::start().await.unwrap();
+    server.replica().script(Script::Silent);
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    let (mut events, task) = driver::open(
+        Client::new().unwrap(),
+        server.origin(),
+        ide_headers(),
+        InferenceConfig::new("m").unwrap(),
+        &conversation,
+    );
+    let task = tokio::spawn(task.into_future());
+    // Wait until the replica has the invocation, then give up.
+    within(async {
+        while server.replica().requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), events.next())
+            .await
+            .is_err()
+    );
+    drop(events);
+    let run = within(task).await.unwrap();
+    assert!(run.is_finished());
+    assert!(run.failure().is_none());
+}
+
+/// The frames' flag bytes in a raw Connect body.
+fn frame_flags(mut body: &[u8]) -> Vec<(u8, usize)> {
+    let mut out = Vec::new();
+    while body.len() >= 5 {
+        let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+        out.push((body[0], len));
+        body = &body[(5 + len).min(body.len())..];
+    }
+    out
+}
+
+#[tokio::test]
+async fn large_frames_are_gzip_compressed_on_this_rpc_and_small_ones_are_not() {
+    let mut server = TestServer::start().await.unwrap();
+    let big = "x".repeat(8 * 1024);
+    // The long system prompt only goes in the invocation; the run request routes on "ping".
+    let conversation = Conversation::new(big).with_message(Message::user_text("ping"));
+    let mut run = InferenceRun::open(
+        InferenceConfig::with_ids("m", "c", "i"),
+        &conversation,
+        driver::now(),
+    );
+    let run_request = run.poll_transmit().unwrap();
+    let invoke = cursor_inference::request::invoke_model(run.config(), &conversation);
+    let client = Client::new().unwrap();
+    let mut call = client
+        .bidi(&server.origin(), RUN_INFERENCE_PATH, ide_headers())
+        .await
+        .unwrap();
+    call.send_message(&run_request).await.unwrap();
+    call.send_message(&invoke).await.unwrap();
+    call.close_send().unwrap();
+
+    let mut incoming = within(server.accept()).await.unwrap();
+    assert_eq!(incoming.header("connect-content-encoding"), Some("gzip"));
+    assert_eq!(incoming.header("x-cursor-client-type"), Some("ide"));
+    assert!(incoming.header("x-cursor-checksum").is_some());
+    assert!(incoming.header("x-client-key").is_some());
+    let body = within(incoming.read_body()).await.unwrap();
+    let flags = frame_flags(&body);
+    assert_eq!(flags.len(), 2, "{flags:?}");
+    // The run request is small: sent as is. The invocation is over 1 KiB: gzip-flagged, and
+    // smaller on the wire than its encoding.
+    assert_eq!(flags[0], (0, run_request.encoded_len()));
+    assert_eq!(flags[1].0 & 1, 1);
+    assert!(flags[1].1 < invoke.encoded_len());
+}

@@ -1,0 +1,436 @@
+//! The sans-IO run: every server arm, chunked tool calls, error classes, watchdogs, cancel.
+
+use std::time::{Duration, Instant};
+
+use cursor_inference::{
+    FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceConfig, InferenceError, InferenceRun,
+    RUN_READY_TIMEOUT, StreamRefusal,
+};
+use cursor_proto::aiserver::v1::{
+    InferenceExtendedUsageInfo, InferenceInvocationIdInfo, InferenceStreamError,
+    InferenceStreamErrorType as ErrorType, InferenceStreamResponse, InferenceTextStreamPart,
+    InferenceThinkingStreamPart, InferenceToolCallStreamPart, InferenceUsageInfo,
+    RunInferenceClientMessage, RunInferenceHeartbeat, RunInferenceInvocationEnd,
+    RunInferenceInvocationError, RunInferenceInvocationResponse, RunInferenceRunReady,
+    RunInferenceServerMessage, inference_stream_response::Response,
+    run_inference_client_message::Message as Client,
+    run_inference_server_message::Message as Server,
+};
+use cursor_proto::ir::Conversation;
+use cursor_proto::ir::{ErrorKind, Event, Message, StopReason, ToolCall, Usage};
+use prost::Message as _;
+use serde_json::json;
+
+const INVOCATION: &str = "inv-1";
+
+fn open(now: Instant) -> InferenceRun {
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    InferenceRun::open(
+        InferenceConfig::with_ids("m", "conv-1", INVOCATION),
+        &conversation,
+        now,
+    )
+}
+
+fn arm(arm: Server) -> RunInferenceServerMessage {
+    RunInferenceServerMessage { message: Some(arm) }
+}
+
+fn response(response: Response) -> RunInferenceServerMessage {
+    arm(Server::InvocationResponse(RunInferenceInvocationResponse {
+        invocation_id: INVOCATION.into(),
+        response: Some(InferenceStreamResponse {
+            response: Some(response),
+        }),
+    }))
+}
+
+fn ready() -> RunInferenceServerMessage {
+    arm(Server::RunReady(RunInferenceRunReady::default()))
+}
+
+fn end(error: Option<(i32, &str)>) -> RunInferenceServerMessage {
+    arm(Server::InvocationEnd(RunInferenceInvocationEnd {
+        invocation_id: INVOCATION.into(),
+        error: error.map(|(code, message)| RunInferenceInvocationError {
+            code,
+            message: message.into(),
+        }),
+    }))
+}
+
+fn text(text: &str) -> RunInferenceServerMessage {
+    response(Response::TextPart(InferenceTextStreamPart {
+        text: text.into(),
+        is_final: false,
+    }))
+}
+
+fn tool_part(id: &str, name: &str, args: &str, complete: bool) -> RunInferenceServerMessage {
+    response(Response::ToolCallPart(InferenceToolCallStreamPart {
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        args: args.into(),
+        is_complete: complete,
+        tool_index: None,
+    }))
+}
+
+fn stream_error(error_type: ErrorType, message: &str) -> RunInferenceServerMessage {
+    response(Response::Error(InferenceStreamError {
+        message: message.into(),
+        error_type: error_type as i32,
+        ..InferenceStreamError::default()
+    }))
+}
+
+fn events(run: &mut InferenceRun) -> Vec<Event> {
+    std::iter::from_fn(|| run.poll_event()).collect()
+}
+
+fn frames(run: &mut InferenceRun) -> Vec<Client> {
+    std::iter::from_fn(|| run.poll_transmit())
+        .filter_map(|m: RunInferenceClientMessage| m.message)
+        .collect()
+}
+
+/// A run past run_ready, with its opening frames taken.
+fn invoked(now: Instant) -> InferenceRun {
+    let mut run = open(now);
+    run.handle_server_message(ready(), now);
+    frames(&mut run);
+    run
+}
+
+fn feed(run: &mut InferenceRun, messages: Vec<RunInferenceServerMessage>, now: Instant) {
+    for message in messages {
+        run.handle_server_message(message, now);
+    }
+}
+
+fn last_error(run: &mut InferenceRun) -> cursor_proto::ir::ErrorInfo {
+    match events(run).pop() {
+        Some(Event::Error(info)) => info,
+        other => panic!("the turn should fail, ended with {other:?}"),
+    }
+}
+
+#[test]
+fn invoke_model_waits_for_run_ready_and_heartbeats_change_nothing() {
+    let now = Instant::now();
+    let mut run = open(now);
+    assert!(matches!(frames(&mut run)[..], [Client::RunRequest(_)]));
+    run.handle_server_message(arm(Server::Heartbeat(RunInferenceHeartbeat {})), now);
+    assert!(frames(&mut run).is_empty());
+    assert_eq!(run.poll_timeout(), Some(now + RUN_READY_TIMEOUT));
+    run.handle_server_message(ready(), now);
+    assert!(matches!(frames(&mut run)[..], [Client::InvokeModel(_)]));
+    assert_eq!(run.poll_timeout(), Some(now + FIRST_TOKEN_TIMEOUT));
+}
+
+#[test]
+fn text_thinking_usage_and_end_map_to_events_and_stop() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    feed(
+        &mut run,
+        vec![
+            response(Response::InvocationId(InferenceInvocationIdInfo {
+                invocation_id: INVOCATION.into(),
+            })),
+            response(Response::ThinkingPart(InferenceThinkingStreamPart {
+                text: "hmm".into(),
+                signature: None,
+                is_final: true,
+            })),
+            text("po"),
+            text(""),
+            text("ng"),
+            response(Response::Usage(InferenceUsageInfo {
+                prompt_tokens: 10,
+                completion_tokens: 2,
+                total_tokens: Some(12),
+            })),
+            response(Response::ExtendedUsage(InferenceExtendedUsageInfo {
+                input_tokens: 10,
+                output_tokens: 2,
+                cache_read_tokens: 4,
+                cache_write_tokens: 1,
+                max_tokens: 100,
+            })),
+            end(None),
+        ],
+        now,
+    );
+    let mut basic = Usage::default();
+    basic.input_tokens = 10;
+    basic.output_tokens = 2;
+    let mut extended = basic;
+    extended.cache_read_tokens = 4;
+    extended.cache_write_tokens = 1;
+    assert_eq!(
+        events(&mut run),
+        [
+            Event::ThinkingDelta { text: "hmm".into() },
+            Event::TextDelta { text: "po".into() },
+            Event::TextDelta { text: "ng".into() },
+            Event::Usage(basic),
+            Event::Usage(extended),
+            Event::Done {
+                reason: StopReason::Stop
+            },
+        ]
+    );
+    assert!(run.is_finished());
+    assert!(matches!(frames(&mut run)[..], [Client::FinishRun(_)]));
+    assert_eq!(run.poll_timeout(), None);
+}
+
+#[test]
+fn chunked_tool_calls_are_assembled_and_end_the_turn_with_tool_use() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    feed(
+        &mut run,
+        vec![
+            tool_part("c1", "bash", "{\"comm", false),
+            tool_part("c1", "", "and\": \"l", false),
+            tool_part("c1", "", "s\"}", true),
+            end(None),
+        ],
+        now,
+    );
+    assert_eq!(
+        events(&mut run),
+        [
+            Event::ToolCall(ToolCall::new("c1", "bash", json!({"command": "ls"}))),
+            Event::Done {
+                reason: StopReason::ToolUse
+            },
+        ]
+    );
+}
+
+#[test]
+fn malformed_tool_arguments_are_drift() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    feed(
+        &mut run,
+        vec![tool_part("c1", "bash", "{\"x\": ", true)],
+        now,
+    );
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+    assert!(matches!(
+        run.failure(),
+        Some(InferenceError::ProtocolDrift { .. })
+    ));
+}
+
+#[test]
+fn an_invocation_ending_with_a_tool_call_half_sent_is_drift() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    feed(
+        &mut run,
+        vec![tool_part("c1", "bash", "{", false), end(None)],
+        now,
+    );
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+}
+
+#[test]
+fn stream_error_types_are_classified() {
+    let cases = [
+        (ErrorType::Authentication, ErrorKind::Auth, None),
+        (
+            ErrorType::RateLimit,
+            ErrorKind::RemoteRefusal,
+            Some(StreamRefusal::RateLimit),
+        ),
+        (
+            ErrorType::Overloaded,
+            ErrorKind::RemoteRefusal,
+            Some(StreamRefusal::Overloaded),
+        ),
+        (
+            ErrorType::InputTokenLimit,
+            ErrorKind::RemoteRefusal,
+            Some(StreamRefusal::InputTokenLimit),
+        ),
+        (
+            ErrorType::ContentFilter,
+            ErrorKind::RemoteRefusal,
+            Some(StreamRefusal::ContentFilter),
+        ),
+        (
+            ErrorType::Permission,
+            ErrorKind::RemoteRefusal,
+            Some(StreamRefusal::Permission),
+        ),
+        (
+            ErrorType::Unknown,
+            ErrorKind::RemoteRefusal,
+            Some(StreamRefusal::Other),
+        ),
+    ];
+    for (error_type, kind, refusal) in cases {
+        let now = Instant::now();
+        let mut run = invoked(now);
+        feed(&mut run, vec![stream_error(error_type, "nope")], now);
+        let info = last_error(&mut run);
+        assert_eq!(info.kind, kind, "{error_type:?}");
+        match (refusal, run.failure()) {
+            (None, Some(InferenceError::StreamAuth { .. })) => {
+                assert_eq!(info.next_step, "run /login cursor");
+            }
+            (Some(expected), Some(InferenceError::Stream { refusal, .. })) => {
+                assert_eq!(*refusal, expected);
+                assert_eq!(info.next_step, expected.next_step());
+            }
+            (_, other) => panic!("{error_type:?} failed as {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_output_token_limit_ends_the_turn_with_length() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    feed(
+        &mut run,
+        vec![
+            text("partial"),
+            stream_error(ErrorType::OutputTokenLimit, "max tokens"),
+        ],
+        now,
+    );
+    assert_eq!(
+        events(&mut run).last(),
+        Some(&Event::Done {
+            reason: StopReason::Length
+        })
+    );
+    assert!(run.failure().is_none());
+}
+
+#[test]
+fn an_invocation_end_error_is_classified_by_its_code() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    feed(&mut run, vec![end(Some((16, "expired")))], now);
+    let info = last_error(&mut run);
+    assert_eq!(info.kind, ErrorKind::Auth);
+    assert!(info.message.contains("expired"), "{info}");
+}
+
+#[test]
+fn an_unknown_outer_arm_or_undecodable_bytes_fail_closed_as_drift() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    run.handle_server_message(RunInferenceServerMessage { message: None }, now);
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+
+    let mut run = invoked(now);
+    run.handle_server_bytes(&[0xff, 0xff, 0xff], now);
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+
+    // Known arms round-trip through bytes.
+    let mut run = invoked(now);
+    run.handle_server_bytes(&text("hi").encode_to_vec(), now);
+    assert_eq!(events(&mut run), [Event::TextDelta { text: "hi".into() }]);
+}
+
+#[test]
+fn frames_out_of_order_or_for_another_invocation_are_drift() {
+    let now = Instant::now();
+    let mut run = open(now);
+    run.handle_server_message(text("early"), now);
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+
+    let mut run = invoked(now);
+    run.handle_server_message(ready(), now);
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+
+    let mut run = invoked(now);
+    run.handle_server_message(
+        arm(Server::InvocationEnd(RunInferenceInvocationEnd {
+            invocation_id: "someone-else".into(),
+            error: None,
+        })),
+        now,
+    );
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+}
+
+#[test]
+fn the_stream_ending_before_invocation_end_is_drift() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    run.handle_end_of_stream(now);
+    assert_eq!(last_error(&mut run).kind, ErrorKind::ProtocolDrift);
+}
+
+#[test]
+fn run_ready_watchdog_fires_at_65_seconds_not_before() {
+    let start = Instant::now();
+    let mut run = open(start);
+    frames(&mut run);
+    run.handle_timeout(start + RUN_READY_TIMEOUT - Duration::from_millis(1));
+    assert!(!run.is_finished());
+    run.handle_timeout(start + RUN_READY_TIMEOUT);
+    let info = last_error(&mut run);
+    assert_eq!(info.kind, ErrorKind::Network);
+    assert!(info.message.contains("run_ready"), "{info}");
+    // Nothing was invoked, so there is nothing to cancel.
+    assert!(matches!(frames(&mut run)[..], [Client::FinishRun(_)]));
+}
+
+#[test]
+fn first_token_watchdog_ignores_heartbeats_and_cancels_the_invocation() {
+    let start = Instant::now();
+    let mut run = invoked(start);
+    run.handle_server_message(
+        arm(Server::Heartbeat(RunInferenceHeartbeat {})),
+        start + Duration::from_secs(20),
+    );
+    assert_eq!(run.poll_timeout(), Some(start + FIRST_TOKEN_TIMEOUT));
+    run.handle_timeout(start + FIRST_TOKEN_TIMEOUT);
+    let info = last_error(&mut run);
+    assert!(info.message.contains("first token"), "{info}");
+    assert!(matches!(
+        frames(&mut run)[..],
+        [Client::CancelInvocation(_), Client::FinishRun(_)]
+    ));
+}
+
+#[test]
+fn idle_watchdog_restarts_on_every_work_frame() {
+    let start = Instant::now();
+    let mut run = invoked(start);
+    let later = start + Duration::from_secs(10);
+    run.handle_server_message(text("a"), later);
+    assert_eq!(run.poll_timeout(), Some(later + IDLE_TIMEOUT));
+    let much_later = later + Duration::from_secs(100);
+    run.handle_server_message(text("b"), much_later);
+    run.handle_timeout(later + IDLE_TIMEOUT);
+    assert!(!run.is_finished(), "the second frame moved the deadline");
+    run.handle_timeout(much_later + IDLE_TIMEOUT);
+    assert!(last_error(&mut run).message.contains("model output"));
+}
+
+#[test]
+fn cancel_aborts_once_and_tells_the_server() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    run.cancel();
+    run.cancel();
+    assert_eq!(events(&mut run), [Event::Aborted]);
+    assert!(matches!(
+        frames(&mut run)[..],
+        [Client::CancelInvocation(_), Client::FinishRun(_)]
+    ));
+    // Frames after the end change nothing.
+    run.handle_server_message(text("late"), now);
+    assert!(events(&mut run).is_empty());
+}

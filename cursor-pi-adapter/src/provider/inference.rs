@@ -1,0 +1,162 @@
+//! The inference channel: pi turns over cursor-inference's driver
+//! (`aiserver.v1.InferenceService/RunInference`), chosen only by
+//! `CURSOR_PROVIDER_CHANNEL=inference`.
+//!
+//! Each pi turn is one RunInference stream with the whole transcript: RunInference keeps no
+//! state a later turn could resume, and it has no exec branch. A tool call ends the turn with
+//! `toolUse`; pi runs the tool and its next `streamSimple` call carries the result as a TOOL
+//! message in a new stream. Nothing is kept between turns, so there are no sessions here.
+//!
+//! The call presents the IDE identity (RunInference refuses the CLI one): this machine's ids
+//! from `cursor-identity` for the checksum, and a random client key kept for the life of the
+//! process. A failure ends the turn with its classified error; it is never retried on the
+//! agent channel.
+
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cursor_catalog::{Catalog, CatalogStore};
+use cursor_inference::InferenceConfig;
+use cursor_inference::driver;
+use cursor_proto::ir::{ErrorInfo, ErrorKind, Event};
+use cursor_transport::headers::random_client_key;
+use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
+use futures::stream::{self, BoxStream, StreamExt};
+
+use super::{Channel, ChannelKind, Spawner, Turn, api_origin_from_env};
+
+/// The inference channel over cursor-inference's driver.
+#[derive(Clone)]
+pub struct InferenceChannel {
+    client: Client,
+    origin: Origin,
+    identity: IdeIdentity,
+    catalog: Catalog,
+    spawn: Spawner,
+}
+
+impl fmt::Debug for InferenceChannel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InferenceChannel")
+            .field("origin", &self.origin)
+            .field("client_version", &self.identity.client_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InferenceChannel {
+    /// A channel calling `origin` through `client` with the IDE `identity`, choosing slugs
+    /// from `catalog`, and running driver tasks with `spawn`.
+    pub fn new(
+        client: Client,
+        origin: Origin,
+        identity: IdeIdentity,
+        catalog: Catalog,
+        spawn: Spawner,
+    ) -> Self {
+        Self {
+            client,
+            origin,
+            identity,
+            catalog,
+            spawn,
+        }
+    }
+
+    /// The channel for this process: the API origin ([`api_origin_from_env`]), this machine's
+    /// IDE identity, and `store`'s catalog.
+    ///
+    /// # Errors
+    ///
+    /// An API origin off the allowlist, or a host whose machine id cannot be read (the
+    /// checksum RunInference requires is made from it).
+    pub fn from_env(
+        client: Client,
+        store: &CatalogStore,
+        spawn: Spawner,
+    ) -> Result<Self, ErrorInfo> {
+        let origin = api_origin_from_env()?;
+        let host = cursor_identity::host_identity().map_err(|error| {
+            ErrorInfo::new(
+                ErrorKind::Local,
+                format!("the inference channel needs this machine's id: {error}"),
+                "unset CURSOR_PROVIDER_CHANNEL to use the agent channel, which does not need it",
+            )
+        })?;
+        let mut identity = IdeIdentity::new(host.machine_id.clone(), process_client_key()?);
+        identity.mac_machine_id = host.mac_machine_id.clone();
+        Ok(Self::new(
+            client,
+            origin,
+            identity,
+            store.catalog().clone(),
+            spawn,
+        ))
+    }
+
+    /// Builds the turn's config and headers and starts its driver task.
+    fn start(&self, turn: &Turn) -> Result<driver::InferenceEvents, ErrorInfo> {
+        let token = turn.options.access_token()?;
+        // The bare slug: an effort variant is not a model id RunInference knows.
+        let slug = self
+            .catalog
+            .slug_for(&turn.model.id, None)
+            .map_err(ErrorInfo::from)?
+            .to_owned();
+        let mut config = InferenceConfig::new(slug).map_err(|error| error.to_info())?;
+        if let Some(max) = turn.options.max_tokens {
+            config = config.with_max_tokens(u32::try_from(max).unwrap_or(u32::MAX));
+        }
+        let request_id = RequestId::generate().map_err(ErrorInfo::from)?;
+        let headers = RequestHeaders::ide(
+            &AccessToken::new(token),
+            &self.identity,
+            &request_id,
+            unix_time_ms(),
+        )
+        .map_err(ErrorInfo::from)?;
+        let (events, task) = driver::open(
+            self.client.clone(),
+            self.origin.clone(),
+            headers,
+            config,
+            &turn.conversation,
+        );
+        (self.spawn)(Box::pin(async move {
+            // The outcome reaches pi through the events; the finished run is not needed.
+            let _run = task.await;
+        }));
+        Ok(events)
+    }
+}
+
+impl Channel for InferenceChannel {
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Inference
+    }
+
+    fn open(&self, turn: Turn) -> BoxStream<'static, Event> {
+        match self.start(&turn) {
+            Ok(events) => events.boxed(),
+            Err(info) => stream::iter([Event::Error(info)]).boxed(),
+        }
+    }
+}
+
+/// The `x-client-key` of this process: random, made once, never derived from a token.
+fn process_client_key() -> Result<String, ErrorInfo> {
+    static KEY: OnceLock<String> = OnceLock::new();
+    if let Some(key) = KEY.get() {
+        return Ok(key.clone());
+    }
+    let key = random_client_key().map_err(ErrorInfo::from)?;
+    Ok(KEY.get_or_init(|| key).clone())
+}
+
+fn unix_time_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
