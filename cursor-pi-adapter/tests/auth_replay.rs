@@ -9,8 +9,8 @@ use bytes::Bytes;
 use cursor_agent::testing::{Replica, ReplicaServer, Script};
 use cursor_catalog::CatalogStore;
 use cursor_pi_adapter::provider::{
-    AbortSignal, AgentChannel, ChannelKind, CursorOAuth, Provider, Sessions, Spawner, TokioClock,
-    TransportHttp, auth_config, pi_would_retry,
+    AbortSignal, AgentChannel, ChannelKind, CursorOAuth, Provider, Sessions, Spawner, auth_config,
+    pi_would_retry,
 };
 use cursor_transport::Client;
 use cursor_transport::testing::TestServer;
@@ -63,8 +63,8 @@ async fn fixture(endpoint: TokenEndpoint) -> Fixture {
     let replica = Replica::new().listen(builder).await.unwrap();
     let client = Client::new().unwrap();
     let oauth = CursorOAuth::with_config(
-        Arc::new(TransportHttp::new(client.clone())),
-        Arc::new(TokioClock),
+        Arc::new(client.clone()),
+        Arc::new(cursor_transport::TokioClock),
         auth_config(&replica.origin()),
     );
     let spawner: Spawner = Arc::new(|task| {

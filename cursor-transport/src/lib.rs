@@ -67,6 +67,7 @@
 //! connection. The envelope codec, headers, origins and errors need no runtime.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod auth;
 pub mod client;
 pub mod envelope;
 pub mod error;
@@ -78,6 +79,7 @@ pub mod origin;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
+pub use auth::TokioClock;
 pub use client::{BidiCall, Client, ClientConfig};
 pub use error::{CursorError, Refusal};
 pub use headers::{AccessToken, CallKind, CliIdentity, IdeIdentity, RequestHeaders, RequestId};

@@ -12,9 +12,7 @@ use super::state;
 use super::task::{
     JsCallback, StreamHandle, abortable, catch_panic, js_error, outcome_json, panic_info, send,
 };
-use crate::provider::{
-    CursorOAuth, TokioClock, TransportHttp, abort_pair, api_key, api_origin_from_env, auth_config,
-};
+use crate::provider::{CursorOAuth, abort_pair, api_key, api_origin_from_env, auth_config};
 
 /// Signs in: `on_auth` receives the deep link for the user to open; `on_done` receives
 /// `{ok: <auth.json entry>}` once the browser sign-in completes, or `{error, kind, message,
@@ -74,8 +72,8 @@ fn oauth() -> Result<CursorOAuth, ErrorInfo> {
     let client = state::client()?;
     // The refresh goes to the API origin (CURSOR_PROVIDER_API_ORIGIN in tests).
     Ok(CursorOAuth::with_config(
-        Arc::new(TransportHttp::new(client)),
-        Arc::new(TokioClock),
+        Arc::new(client),
+        Arc::new(cursor_transport::TokioClock),
         auth_config(&api_origin_from_env()?),
     ))
 }

@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use super::state;
 use super::task::{JsCallback, StreamHandle, catch_panic, outcome_json, send};
-use crate::provider::{DoctorInput, TransportHttp, abort_pair, diagnose};
+use crate::provider::{DoctorInput, abort_pair, diagnose};
 
 /// Runs the diagnosis; `on_done` receives `{ok: <report>}` (see
 /// [`diagnose`](crate::provider::diagnose)). With `probe_network`, one request goes to
@@ -32,7 +32,7 @@ pub fn doctor(
                 handle_dir: handle_dir.as_deref(),
             };
             match state::client() {
-                Ok(client) => diagnose(&TransportHttp::new(client), input).await,
+                Ok(client) => diagnose(&client, input).await,
                 Err(error) => diagnose(&NoClient(error.to_string()), input).await,
             }
         };

@@ -36,8 +36,7 @@ use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 
 use super::{
-    Channel, ChannelKind, CursorOAuth, LOGIN_NEXT_STEP, TokioClock, TransportHttp, Turn,
-    api_origin_from_env, auth_config,
+    Channel, ChannelKind, CursorOAuth, LOGIN_NEXT_STEP, Turn, api_origin_from_env, auth_config,
 };
 
 /// Runs a driver task to completion on the host's runtime (napi's in the Node binding, tokio's
@@ -202,8 +201,8 @@ impl AgentChannel {
             .map_err(ErrorInfo::from)?
             .origin;
         let oauth = CursorOAuth::with_config(
-            Arc::new(TransportHttp::new(client.clone())),
-            Arc::new(TokioClock),
+            Arc::new(client.clone()),
+            Arc::new(cursor_transport::TokioClock),
             auth_config(&api_origin_from_env()?),
         );
         let channel = Self::new(

@@ -3,56 +3,11 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
 
-use bytes::Bytes;
-use cursor_auth::{AuthConfig, Clock, Credentials, HttpClient, HttpError};
+use cursor_auth::{AuthConfig, Clock, Credentials, HttpClient};
 use cursor_proto::ir::{ErrorInfo, ErrorKind};
-use cursor_transport::Client;
 
 use super::LOGIN_NEXT_STEP;
-
-/// cursor-auth's [`HttpClient`] over the transport's HTTP/2 client, so login and refresh share
-/// the origin allowlist, TLS setup and timeouts of every other call.
-#[derive(Clone, Debug)]
-pub struct TransportHttp {
-    client: Client,
-}
-
-impl TransportHttp {
-    /// Sends through `client`.
-    pub fn new(client: Client) -> Self {
-        Self { client }
-    }
-}
-
-#[async_trait::async_trait]
-impl HttpClient for TransportHttp {
-    async fn send(
-        &self,
-        request: http::Request<Bytes>,
-    ) -> Result<http::Response<Bytes>, HttpError> {
-        self.client
-            .send_http(request)
-            .await
-            .map_err(|error| HttpError::new(error.kind(), error.message()))
-    }
-}
-
-/// cursor-auth's [`Clock`] on tokio's timer (the runtime the Node binding runs on).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TokioClock;
-
-#[async_trait::async_trait]
-impl Clock for TokioClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-
-    async fn sleep_until(&self, deadline: Instant) {
-        tokio::time::sleep_until(deadline.into()).await;
-    }
-}
 
 /// The provider's OAuth: what pi's `oauth.login`, `oauth.refreshToken` and `oauth.getApiKey`
 /// call. Credentials travel as pi's `auth.json` entry (JSON); pi stores them, this type never
@@ -189,6 +144,9 @@ fn to_json(credentials: &Credentials) -> Result<String, ErrorInfo> {
 mod tests {
     use std::sync::Mutex;
 
+    use bytes::Bytes;
+    use cursor_auth::HttpError;
+
     use super::*;
 
     /// Answers every request with one canned response and records the paths.
@@ -222,7 +180,7 @@ mod tests {
             body,
             paths: Mutex::new(Vec::new()),
         });
-        let oauth = CursorOAuth::new(canned.clone(), Arc::new(TokioClock));
+        let oauth = CursorOAuth::new(canned.clone(), Arc::new(cursor_transport::TokioClock));
         (oauth, canned)
     }
 

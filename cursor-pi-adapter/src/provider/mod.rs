@@ -81,7 +81,7 @@ mod unavailable;
 pub use abort::{AbortHandle, AbortSignal, abort_pair};
 pub use agent::{AgentChannel, Sessions, Spawner};
 pub use api_origin::{API_ORIGIN_ENV, api_origin, api_origin_from_env, auth_config};
-pub use auth::{CursorOAuth, TokioClock, TransportHttp, api_key};
+pub use auth::{CursorOAuth, api_key};
 pub use backend::Channel;
 pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
 pub use channel::{CHANNEL_ENV, ChannelKind};
