@@ -57,17 +57,7 @@ impl fmt::Debug for Pkce {
 pub fn random_uuid() -> Result<String, AuthError> {
     let mut bytes = [0_u8; 16];
     fill_random(&mut bytes)?;
-    bytes[6] = (bytes[6] & 0x0f) | 0x40; // version 4
-    bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 4122 variant
-    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    ))
+    Ok(cursor_proto::uuid::v4_from_bytes(bytes))
 }
 
 fn fill_random(bytes: &mut [u8]) -> Result<(), AuthError> {

@@ -1,7 +1,5 @@
 //! What one RunInference turn is about: the model, the ids, the output budget.
 
-use std::fmt::Write as _;
-
 use crate::InferenceError;
 
 /// The settings of one turn.
@@ -60,16 +58,7 @@ pub fn fresh_id() -> Result<String, InferenceError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)
         .map_err(|error| InferenceError::invalid(format!("no randomness for an id: {error}")))?;
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let mut out = String::with_capacity(36);
-    for (i, byte) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        let _ = write!(out, "{byte:02x}");
-    }
-    Ok(out)
+    Ok(cursor_proto::uuid::v4_from_bytes(bytes))
 }
 
 #[cfg(test)]

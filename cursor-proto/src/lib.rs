@@ -13,6 +13,7 @@
 //! - [`selected_context_blob`]: the hand-written codec for the blob a user message points at.
 //! - [`checkpoint`]: lossless resume, overlaying a turn's fields onto a checkpoint's raw bytes.
 //! - [`wire`]: the error type of the hand-written codecs.
+//! - [`uuid`]: the UUID text form of the ids the wire carries.
 //! - [`ir`]: the host-neutral conversation model that L4 consumes and L6 produces.
 //!
 //! The prost types are generated from the `.proto` sources in `proto/` and checked in under
@@ -63,6 +64,7 @@ pub mod aiserver {
 pub mod checkpoint;
 pub mod ir;
 pub mod selected_context_blob;
+pub mod uuid;
 pub mod wire;
 
 /// Entry points shared by the fuzz targets and the corpus replay test; not a stable API.

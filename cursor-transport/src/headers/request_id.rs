@@ -16,18 +16,8 @@ impl RequestId {
     }
 
     /// Formats 16 random bytes as a version-4, RFC 4122 variant UUID.
-    pub fn from_random_bytes(mut bytes: [u8; 16]) -> Self {
-        bytes[6] = (bytes[6] & 0x0f) | 0x40;
-        bytes[8] = (bytes[8] & 0x3f) | 0x80;
-        let hex = hex_lower(&bytes);
-        Self(format!(
-            "{}-{}-{}-{}-{}",
-            &hex[..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..]
-        ))
+    pub fn from_random_bytes(bytes: [u8; 16]) -> Self {
+        Self(cursor_proto::uuid::v4_from_bytes(bytes))
     }
 
     /// The hyphenated lower-case form.
