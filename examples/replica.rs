@@ -188,15 +188,7 @@ fn answer(
         return error(401, Code::Unauthenticated, "missing bearer token");
     }
     let roster = FixtureRoster::realistic();
-    let rpc = Rpc::ALL
-        .into_iter()
-        .find(|rpc| rpc.path() == path)
-        .or(match path {
-            "/agent.v1.AgentService/GetUsableModels" => Some(Rpc::GetUsableModels),
-            "/agent.v1.AgentService/GetDefaultModelForCli" => Some(Rpc::GetDefaultModelForCli),
-            _ => None,
-        });
-    let body = match rpc {
+    let body = match Rpc::from_path(path) {
         Some(Rpc::AvailableModels) => roster.available.encode_to_vec(),
         Some(Rpc::GetUsableModels) => roster.usable.encode_to_vec(),
         Some(Rpc::GetDefaultModelForCli) => roster.default.encode_to_vec(),

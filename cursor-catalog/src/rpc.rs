@@ -58,6 +58,19 @@ impl Rpc {
             Self::GetServerConfig => "/aiserver.v1.ServerConfigService/GetServerConfig",
         }
     }
+
+    /// The RPC a request path names, as a server sees it: the `aiserver.v1` paths, plus the
+    /// two model calls `agent.v1.AgentService` serves under its own name.
+    pub fn from_path(path: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|rpc| rpc.path() == path)
+            .or(match path {
+                "/agent.v1.AgentService/GetUsableModels" => Some(Self::GetUsableModels),
+                "/agent.v1.AgentService/GetDefaultModelForCli" => Some(Self::GetDefaultModelForCli),
+                _ => None,
+            })
+    }
 }
 
 impl std::fmt::Display for Rpc {
@@ -178,6 +191,18 @@ impl CatalogRpc for TransportCatalogRpc {
 mod tests {
     use super::*;
     use prost::Message as _;
+
+    #[test]
+    fn paths_map_back_to_their_rpc_including_the_agent_service_aliases() {
+        for rpc in Rpc::ALL {
+            assert_eq!(Rpc::from_path(rpc.path()), Some(rpc));
+        }
+        assert_eq!(
+            Rpc::from_path("/agent.v1.AgentService/GetUsableModels"),
+            Some(Rpc::GetUsableModels)
+        );
+        assert_eq!(Rpc::from_path("/agent.v1.AgentService/Run"), None);
+    }
 
     #[test]
     fn available_models_request_sets_parameters_and_plain_text() {

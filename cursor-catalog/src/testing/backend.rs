@@ -156,20 +156,8 @@ pub fn refused_origin() -> std::io::Result<Origin> {
     Ok(Origin::loopback(port))
 }
 
-/// The agent service serves the same two model calls under its own name.
-fn route(path: &str) -> Option<Rpc> {
-    Rpc::ALL
-        .into_iter()
-        .find(|rpc| rpc.path() == path)
-        .or(match path {
-            "/agent.v1.AgentService/GetUsableModels" => Some(Rpc::GetUsableModels),
-            "/agent.v1.AgentService/GetDefaultModelForCli" => Some(Rpc::GetDefaultModelForCli),
-            _ => None,
-        })
-}
-
 fn answer(state: &Mutex<State>, request: &Request<Bytes>) -> Response<Bytes> {
-    let Some(rpc) = route(request.uri().path()) else {
+    let Some(rpc) = Rpc::from_path(request.uri().path()) else {
         return error(404, Code::Unimplemented, "no such method on the fixture");
     };
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
