@@ -11,6 +11,19 @@ use crate::intent::Capability;
 /// Properties that mark a tool as taking a shell command.
 pub(crate) const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
 
+/// Schema properties that take a file or directory path, most common first: what both the
+/// translated call and the redirect's example call fill.
+pub(crate) const PATH_KEYS: [&str; 8] = [
+    "path",
+    "file_path",
+    "filePath",
+    "file",
+    "filename",
+    "directory",
+    "dir",
+    "target",
+];
+
 /// The tool chosen for a request.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Pick<'a> {

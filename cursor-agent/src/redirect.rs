@@ -5,20 +5,11 @@
 use cursor_proto::ir::Tool;
 
 use crate::intent::{Capability, Intent};
-use crate::ranking::{Pick, best_tool, command_key, schema_key};
+use crate::ranking::{PATH_KEYS, Pick, best_tool, command_key, schema_key};
 
 /// Every redirect ends with this sentence, so the model (and an audit log) can tell that nothing ran.
 pub(crate) const NOTHING_RAN: &str = "No operation was performed.";
 
-const PATH_KEYS: [&str; 7] = [
-    "path",
-    "file_path",
-    "filePath",
-    "file",
-    "filename",
-    "directory",
-    "dir",
-];
 const PATTERN_KEYS: [&str; 4] = ["pattern", "query", "regex", "glob"];
 const URL_KEYS: [&str; 3] = ["url", "uri", "href"];
 

@@ -8,18 +8,8 @@ use cursor_proto::ir::Tool;
 use serde_json::{Map, Value, json};
 
 use super::native::Op;
-use crate::ranking::COMMAND_KEYS;
+use crate::ranking::{COMMAND_KEYS, PATH_KEYS};
 
-const PATH_KEYS: [&str; 8] = [
-    "path",
-    "file_path",
-    "filePath",
-    "file",
-    "filename",
-    "directory",
-    "dir",
-    "target",
-];
 const CONTENT_KEYS: [&str; 5] = ["content", "contents", "file_text", "text", "data"];
 const PATTERN_KEYS: [&str; 3] = ["pattern", "query", "regex"];
 const FIND_KEYS: [&str; 4] = ["pattern", "glob", "query", "name"];
