@@ -15,7 +15,7 @@
 use std::io::Write as _;
 
 use cursor_agent::testing::Replica;
-use cursor_agent::{AgentEvent, AgentRun, RunConfig, driver};
+use cursor_agent::{AgentEvent, AgentRun, HostProfile, IdSeed, RunConfig, driver};
 use cursor_catalog::{CatalogRpc as _, TransportCatalogRpc};
 use cursor_proto::aiserver::v1::GetServerConfigRequest;
 use cursor_proto::ir::{Conversation, Event, Message, Tool, ToolCall, ToolResult};
@@ -82,9 +82,8 @@ async fn main() -> Result<(), BoxError> {
         .with_message(Message::user_text(ask.as_str()));
     println!("user: {ask}");
 
-    let mut seed = [0u8; 16];
-    getrandom::fill(&mut seed).map_err(|e| format!("no OS randomness: {e}"))?;
-    let config = RunConfig::new(model, workspace_uri()).with_id_seed(seed);
+    let config = RunConfig::new(model, workspace_uri(), IdSeed::random()?)
+        .with_profile(HostProfile::new("quickstart"));
     let run = AgentRun::new(config, &conversation, driver::now())?;
     let (handle, mut events, task) = driver::start(client, origin, headers, run);
     let task = tokio::spawn(task);
@@ -178,7 +177,10 @@ fn access_token() -> Option<String> {
 
 /// The agent host: the override, else the one `GetServerConfig` names, else the default.
 async fn agent_origin(client: &Client, token: &str) -> Result<Origin, BoxError> {
-    let override_origin = cursor_catalog::agent_origin_override_from_env();
+    let override_origin = std::env::var("CURSOR_PROVIDER_AGENT_ORIGIN")
+        .ok()
+        .map(|origin| origin.trim().to_owned())
+        .filter(|origin| !origin.is_empty());
     let discovered = if override_origin.is_some() {
         None
     } else {

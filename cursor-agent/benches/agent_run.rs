@@ -44,8 +44,12 @@ fn frames_per_second(c: &mut Criterion) {
     group.bench_function("text_deltas_100k", |b| {
         b.iter(|| {
             let now = Instant::now();
-            let mut run = AgentRun::new(RunConfig::new("m", "file:///w"), &conversation, now)
-                .expect("run opens");
+            let mut run = AgentRun::new(
+                RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16])),
+                &conversation,
+                now,
+            )
+            .expect("run opens");
             while run.poll_transmit().is_some() {}
             for frame in &stream {
                 run.handle_server_bytes(frame, now);
@@ -61,7 +65,7 @@ fn frames_per_second(c: &mut Criterion) {
 
 /// Root prompt build time against history length: must grow linearly.
 fn root_prompt_rebuild(c: &mut Criterion) {
-    let config = RunConfig::new("m", "file:///w");
+    let config = RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16]));
     let mut group = c.benchmark_group("root_prompt");
     group.sample_size(10);
     for turns in [100usize, 1_000, 10_000] {

@@ -32,7 +32,11 @@ impl Loopback {
         let mut server = TestServer::start().await.expect("server");
         let conversation = Conversation::new("").with_message(Message::user_text("ping"));
         let run = AgentRun::new(
-            RunConfig::new("composer-2.5", "file:///work"),
+            RunConfig::new(
+                "composer-2.5",
+                "file:///work",
+                cursor_agent::IdSeed::fixed([1; 16]),
+            ),
             &conversation,
             driver::now(),
         )

@@ -27,7 +27,11 @@ fn conversation(messages: usize) -> Conversation {
 }
 
 fn rebuild(c: &mut Criterion) {
-    let config = RunConfig::new("composer-2.5", "file:///work");
+    let config = RunConfig::new(
+        "composer-2.5",
+        "file:///work",
+        cursor_agent::IdSeed::fixed([1; 16]),
+    );
     let mut group = c.benchmark_group("root_prompt_rebuild");
     group.sample_size(10);
     for messages in [1_000usize, 10_000, 100_000] {

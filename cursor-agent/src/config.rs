@@ -16,11 +16,8 @@ pub struct RunConfig {
     pub max_mode: bool,
     /// `file://` URLs of the workspace roots (`previous_workspace_uris`, request-context paths).
     pub workspace_uris: Vec<String>,
-    /// The client name Cursor records (`client_name`, the selected-context blob): `pi`.
-    pub host_name: String,
-    /// The MCP provider the host's tools are projected under: `pi`. Model-facing tool names are
-    /// `mcp_<provider>_<tool>`.
-    pub provider_identifier: String,
+    /// Who the host is, as Cursor and the model see it.
+    pub profile: HostProfile,
     /// The remote conversation id to continue; `None` mints a new UUID.
     pub conversation_id: Option<String>,
     /// True when this Run resumes a remote conversation from a stored handle. A blob the server
@@ -32,32 +29,36 @@ pub struct RunConfig {
     pub timers: Timers,
     /// Size and count caps.
     pub limits: Limits,
-    /// Seed for every id the run mints (conversation, message and image UUIDs). Give it fresh
-    /// randomness in production and a constant in tests; the run never reads a random source.
-    pub id_seed: [u8; 16],
+    /// Seed for every id the run mints (conversation, message and image UUIDs); the run never
+    /// reads a random source itself.
+    pub id_seed: IdSeed,
 }
 
 impl RunConfig {
-    /// A configuration for `model` in the workspace at `workspace_uri`, with spec defaults.
-    pub fn new(model: impl Into<String>, workspace_uri: impl Into<String>) -> Self {
+    /// A configuration for `model` in the workspace at `workspace_uri`, minting its ids from
+    /// `id_seed`, with the generic [`HostProfile`] and spec defaults.
+    pub fn new(
+        model: impl Into<String>,
+        workspace_uri: impl Into<String>,
+        id_seed: IdSeed,
+    ) -> Self {
         Self {
             model: model.into(),
             max_mode: false,
             workspace_uris: vec![workspace_uri.into()],
-            host_name: "pi".into(),
-            provider_identifier: "pi".into(),
+            profile: HostProfile::default(),
             conversation_id: None,
             resume: false,
             timers: Timers::default(),
             limits: Limits::default(),
-            id_seed: [0; 16],
+            id_seed,
         }
     }
 
-    /// Sets [`RunConfig::id_seed`].
+    /// Sets [`RunConfig::profile`].
     #[must_use]
-    pub fn with_id_seed(mut self, seed: [u8; 16]) -> Self {
-        self.id_seed = seed;
+    pub fn with_profile(mut self, profile: HostProfile) -> Self {
+        self.profile = profile;
         self
     }
 
@@ -68,9 +69,137 @@ impl RunConfig {
         self
     }
 
-    /// The prefix Cursor puts before host tool names: `mcp_pi_`.
+    /// The prefix Cursor puts before host tool names: `mcp_<provider>_`.
+    pub fn tool_prefix(&self) -> String {
+        self.profile.tool_prefix()
+    }
+}
+
+/// The seed a Run mints its ids from (conversation, message and image UUIDs).
+///
+/// Production code takes [`IdSeed::random`]; tests take [`IdSeed::fixed`] for reproducible
+/// requests. There is no default: a constant seed in production would give every run the
+/// same conversation id.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IdSeed([u8; 16]);
+
+impl IdSeed {
+    /// Fresh randomness from the operating system.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Config`](crate::AgentError::Config) when the system random source fails.
+    pub fn random() -> Result<Self, crate::AgentError> {
+        let mut seed = [0; 16];
+        getrandom::fill(&mut seed).map_err(|error| {
+            crate::AgentError::Config(format!("the system random source failed: {error}"))
+        })?;
+        Ok(Self(seed))
+    }
+
+    /// A constant seed (tests, reproducible fixtures).
+    pub const fn fixed(bytes: [u8; 16]) -> Self {
+        Self(bytes)
+    }
+
+    /// The seed's bytes.
+    pub const fn bytes(&self) -> [u8; 16] {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for IdSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Ids derive from it; a log line should not let anyone predict them.
+        f.write_str("IdSeed(..)")
+    }
+}
+
+/// Who the host is, as Cursor and the model see it: the names Cursor records, the MCP
+/// namespace the host's tools are projected under, and how model-facing texts (redirects, the
+/// root prompt's rules, truncation markers) name the host. A host builds its own with
+/// [`HostProfile::new`]; nothing in this crate assumes any particular host.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostProfile {
+    /// The client name Cursor records (`client_name` in the conversation state and the
+    /// selected-context blob).
+    pub host_name: String,
+    /// The MCP provider the host's tools are projected under; model-facing tool names are
+    /// `mcp_<provider>_<tool>` and the MCP namespace is `<provider>`.
+    pub provider_identifier: String,
+    /// How model-facing texts name the host: "`<display>`'s MCP tools", or the truncation
+    /// marker "`[<display>: tool output truncated …]`".
+    pub display_name: String,
+    /// The user message a rebuilt Run sends when the turn being rebuilt already ran tools: the
+    /// tool calls and results ride in the root prompt, and this asks the model to go on.
+    pub continuation_prompt: String,
+    /// Where the host keeps resume handles, if it wants the session to keep them on disk.
+    pub handle_dir: Option<std::path::PathBuf>,
+}
+
+impl HostProfile {
+    /// A profile for the host called `name`, used for all three names (the provider identifier
+    /// keeps only ASCII letters, digits, `-` and `_`).
+    pub fn new(name: impl Into<String>) -> Self {
+        let name = name.into();
+        let provider: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+            .collect();
+        Self {
+            host_name: name.clone(),
+            provider_identifier: if provider.is_empty() {
+                "host".into()
+            } else {
+                provider
+            },
+            display_name: name,
+            continuation_prompt:
+                "Continue the task: the results of the tool calls you made in this turn are above."
+                    .into(),
+            handle_dir: None,
+        }
+    }
+
+    /// Sets [`HostProfile::provider_identifier`].
+    #[must_use]
+    pub fn with_provider_identifier(mut self, provider: impl Into<String>) -> Self {
+        self.provider_identifier = provider.into();
+        self
+    }
+
+    /// Sets [`HostProfile::display_name`].
+    #[must_use]
+    pub fn with_display_name(mut self, display: impl Into<String>) -> Self {
+        self.display_name = display.into();
+        self
+    }
+
+    /// Sets [`HostProfile::continuation_prompt`].
+    #[must_use]
+    pub fn with_continuation_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.continuation_prompt = prompt.into();
+        self
+    }
+
+    /// Sets [`HostProfile::handle_dir`].
+    #[must_use]
+    pub fn with_handle_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.handle_dir = Some(dir.into());
+        self
+    }
+
+    /// The prefix Cursor puts before host tool names: `mcp_<provider>_`.
     pub fn tool_prefix(&self) -> String {
         format!("mcp_{}_", self.provider_identifier)
+    }
+}
+
+impl Default for HostProfile {
+    /// A host with no name of its own: `host`.
+    fn default() -> Self {
+        Self::new("host")
     }
 }
 
@@ -150,9 +279,9 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_spec() {
-        let config = RunConfig::new("grok-4.7-high", "file:///work");
-        assert_eq!(config.host_name, "pi");
-        assert_eq!(config.tool_prefix(), "mcp_pi_");
+        let config = RunConfig::new("grok-4.7-high", "file:///work", IdSeed::fixed([1; 16]));
+        assert_eq!(config.profile.host_name, "host");
+        assert_eq!(config.tool_prefix(), "mcp_host_");
         assert_eq!(config.timers.heartbeat_interval, Duration::from_secs(15));
         assert_eq!(config.timers.idle_timeout, Duration::from_secs(120));
         assert_eq!(config.timers.first_frame_timeout, Duration::from_secs(30));
@@ -163,5 +292,20 @@ mod tests {
         assert_eq!(config.limits.blob_store_capacity, 64 * 1024 * 1024);
         assert_eq!(config.limits.miss_budget, 8);
         assert!(!config.resume);
+    }
+
+    #[test]
+    fn a_profile_names_every_model_facing_part_after_its_host() {
+        let profile = HostProfile::new("mini host!");
+        assert_eq!(profile.provider_identifier, "minihost");
+        assert_eq!(profile.tool_prefix(), "mcp_minihost_");
+        assert_eq!(profile.display_name, "mini host!");
+        assert_eq!(HostProfile::new("$$").provider_identifier, "host");
+    }
+
+    #[test]
+    fn seeds_never_show_their_bytes() {
+        assert_eq!(format!("{:?}", IdSeed::fixed([9; 16])), "IdSeed(..)");
+        assert_ne!(IdSeed::random().unwrap(), IdSeed::random().unwrap());
     }
 }

@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 
 /// Why a Run failed, or why the host's request to it was refused.
 ///
-/// Every variant maps to one [`ErrorKind`] ([`AgentError::kind`]) and carries a concrete next
-/// step ([`AgentError::next_step`]); [`ErrorInfo::from`] turns it into what hosts show.
+/// Every variant maps to one [`ErrorKind`] and carries a typed next step ([`Classify`]);
+/// [`ErrorInfo::from`] turns it into what hosts show.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
@@ -31,12 +31,12 @@ pub enum AgentError {
     /// The stream ended with a classified error (Connect end-stream error or transport failure).
     #[error("{0}")]
     Remote(ErrorInfo),
-    /// The model kept asking for things that are not pi tool calls (loop guard).
-    #[error("the model made {misses} requests in a row that were not pi tool calls")]
+    /// The model kept asking for things that are not host tool calls (loop guard).
+    #[error("the model made {misses} requests in a row that were not calls of the host's tools")]
     LoopGuard {
         /// How many unproductive requests the turn made.
         misses: u32,
-        /// The model-facing name of the best pi tool for commands, if any tool is registered.
+        /// The model-facing name of the best host tool for commands, if any tool is registered.
         suggested_tool: Option<String>,
     },
     /// The server asked for a blob this client never stored (fail closed, never answered empty).
@@ -104,8 +104,14 @@ impl AgentError {
         Self::ProtocolDrift { what: what.into() }
     }
 
-    /// The classification hosts act on.
-    pub fn kind(&self) -> ErrorKind {
+    /// True when the failure means a resumed conversation must be rebuilt instead.
+    pub fn is_stale_resume(&self) -> bool {
+        matches!(self, Self::StaleResume { .. })
+    }
+}
+
+impl Classify for AgentError {
+    fn kind(&self) -> ErrorKind {
         match self {
             Self::ProtocolDrift { .. } | Self::BlobMiss { .. } => ErrorKind::ProtocolDrift,
             Self::Idle { .. } | Self::StreamEndedEarly => ErrorKind::Network,
@@ -124,54 +130,64 @@ impl AgentError {
         }
     }
 
-    /// What the user (or the host) should do next.
-    pub fn next_step(&self) -> String {
+    fn next_step(&self) -> NextStep {
         match self {
-            Self::ProtocolDrift { .. } | Self::BlobMiss { .. } => {
-                "update the cursor crates; if it persists, report the frame with debug logs".into()
-            }
-            Self::Idle { .. } | Self::StreamEndedEarly => {
-                "retry the message; if it keeps failing, check the network".into()
-            }
+            Self::ProtocolDrift { .. } | Self::BlobMiss { .. } => NextStep::UpdateCrates,
+            Self::Idle { .. } | Self::StreamEndedEarly => NextStep::Retry,
             Self::Remote(info) => info.next_step.clone(),
             Self::LoopGuard {
                 suggested_tool: Some(tool),
                 ..
-            } => format!(
-                "ask again and tell the model to use the pi tool `{tool}` (Cursor native tools are disabled)"
-            ),
+            } => NextStep::UseTool { tool: tool.clone() },
             Self::LoopGuard {
                 suggested_tool: None,
                 ..
-            } => "register a pi tool the model can use (for example bash), then ask again".into(),
-            Self::StaleResume { .. } => "rebuild the conversation from the transcript".into(),
-            Self::BlobTooLarge { .. } | Self::BlobStoreFull { .. } => {
-                "start a new session or compact the conversation".into()
+            } => NextStep::RegisterTool,
+            Self::StaleResume { .. } => {
+                NextStep::host_bug("rebuild the conversation from the transcript")
             }
+            Self::BlobTooLarge { .. } | Self::BlobStoreFull { .. } => NextStep::StartNewSession,
             Self::UnsupportedImage { .. } => {
-                "attach the image as png, jpeg, gif, webp or bmp".into()
+                NextStep::fix_input("attach the image as png, jpeg, gif, webp or bmp")
             }
-            Self::ImageTooLarge { .. } => "attach a smaller image (at most 16 MiB)".into(),
-            Self::NoUserTurn => "send a user message".into(),
+            Self::ImageTooLarge { .. } => {
+                NextStep::fix_input("attach a smaller image (at most 16 MiB)")
+            }
+            Self::NoUserTurn => NextStep::SendUserMessage,
             Self::NotAwaitingTools | Self::UnknownToolResult { .. } => {
-                "this is a host bug: submit results only for the tool calls of the last leg".into()
+                NextStep::host_bug("submit results only for the tool calls of the last leg")
             }
-            Self::Config(_) => "fix the provider configuration".into(),
+            Self::Config(_) => {
+                NextStep::fix_config("fix the run configuration named in the message")
+            }
         }
     }
 
-    /// True when the failure means a resumed conversation must be rebuilt instead.
-    pub fn is_stale_resume(&self) -> bool {
-        matches!(self, Self::StaleResume { .. })
+    fn connect_code(&self) -> Option<&str> {
+        match self {
+            Self::Remote(info) => info.code.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Remote(info) => info.http_status,
+            _ => None,
+        }
+    }
+
+    fn to_info(&self) -> ErrorInfo {
+        if let Self::Remote(info) = self {
+            return info.clone();
+        }
+        ErrorInfo::new(self.kind(), self.to_string(), self.next_step())
     }
 }
 
 impl From<AgentError> for ErrorInfo {
     fn from(error: AgentError) -> Self {
-        if let AgentError::Remote(info) = error {
-            return info;
-        }
-        Self::new(error.kind(), error.to_string(), error.next_step())
+        error.to_info()
     }
 }
 
@@ -212,8 +228,12 @@ mod tests {
 
     #[test]
     fn remote_errors_pass_through_unchanged() {
-        let remote = ErrorInfo::new(ErrorKind::Auth, "token expired", "run /login cursor");
-        assert_eq!(ErrorInfo::from(AgentError::Remote(remote.clone())), remote);
+        let remote = ErrorInfo::new(ErrorKind::Auth, "token expired", NextStep::Login)
+            .with_wire(Some("unauthenticated"), Some(401));
+        let error = AgentError::Remote(remote.clone());
+        assert_eq!(error.http_status(), Some(401));
+        assert_eq!(error.connect_code(), Some("unauthenticated"));
+        assert_eq!(ErrorInfo::from(error), remote);
     }
 
     #[test]
@@ -223,7 +243,12 @@ mod tests {
             suggested_tool: Some("mcp_pi_bash".into()),
         };
         assert_eq!(error.kind(), ErrorKind::RemoteRefusal);
-        assert!(error.next_step().contains("`mcp_pi_bash`"));
+        assert_eq!(
+            error.next_step(),
+            NextStep::UseTool {
+                tool: "mcp_pi_bash".into()
+            }
+        );
     }
 
     #[test]

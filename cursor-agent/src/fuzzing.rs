@@ -8,6 +8,7 @@ use cursor_proto::agent::v1::{
     exec_client_message::Message as Reply, mcp_result,
 };
 use cursor_proto::ir::{Conversation, Event, Message, Tool, ToolResult};
+use prost::Message as _;
 
 use crate::{AgentEvent, AgentRun, RunConfig, StreamOutcome};
 
@@ -135,7 +136,7 @@ pub fn fuzz_one(data: &[u8]) {
         ))
         .with_tool(Tool::new("read", "Read a file", serde_json::json!({})))
         .with_message(Message::user_text("go"));
-    let config = RunConfig::new("m", "file:///w");
+    let config = RunConfig::new("m", "file:///w", crate::IdSeed::fixed([3; 16]));
     let capacity = config.limits.blob_store_capacity;
     let Ok(mut run) = AgentRun::new(config, &conversation, start) else {
         panic!("the fixed conversation must open");
@@ -180,7 +181,7 @@ pub fn fuzz_one(data: &[u8]) {
                     StreamOutcome::Err(cursor_proto::ir::ErrorInfo::new(
                         cursor_proto::ir::ErrorKind::Network,
                         "reset",
-                        "retry",
+                        cursor_proto::ir::NextStep::Retry,
                     ))
                 };
                 run.handle_end_of_stream(outcome, harness.now);
@@ -210,7 +211,9 @@ struct Harness {
 
 impl Harness {
     fn drain(&mut self, run: &mut AgentRun, mcp_success_allowed: bool) {
-        while let Some(frame) = run.poll_transmit() {
+        while let Some(bytes) = run.poll_transmit() {
+            let frame = AgentClientMessage::decode(bytes.as_slice())
+                .expect("the run wrote a frame it cannot decode itself");
             let is_run_request = matches!(frame.message, Some(Client::RunRequest(_)));
             assert!(
                 is_run_request == (self.transmitted == 0),

@@ -29,9 +29,9 @@
 //! ```
 //! use std::time::{Duration, Instant};
 //!
-//! use cursor_agent::{AgentEvent, AgentRun, RunConfig};
+//! use cursor_agent::{AgentEvent, AgentRun, HostProfile, IdSeed, RunConfig};
 //! use cursor_proto::agent::v1::{
-//!     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
+//!     AgentClientMessage, AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
 //!     agent_client_message, agent_server_message, interaction_update,
 //! };
 //! use cursor_proto::ir::{Conversation, Event, Message, StopReason};
@@ -50,11 +50,13 @@
 //!
 //! let start = Instant::now();
 //! let conversation = Conversation::new("You are terse.").with_message(Message::user_text("ping"));
-//! let config = RunConfig::new("composer-2.5", "file:///work").with_id_seed([7; 16]);
+//! let profile = HostProfile::new("my-editor");
+//! let config = RunConfig::new("composer-2.5", "file:///work", IdSeed::fixed([7; 16]))
+//!     .with_profile(profile);
 //! let mut run = AgentRun::new(config, &conversation, start)?;
 //!
-//! // The first frame to write is the run request.
-//! let first = run.poll_transmit().expect("run request");
+//! // The first frame to write is the run request, as wire bytes.
+//! let first = AgentClientMessage::decode(run.poll_transmit().expect("run request").as_slice())?;
 //! assert!(matches!(first.message, Some(agent_client_message::Message::RunRequest(_))));
 //!
 //! // A scripted server: one text delta, then the end of the turn.
@@ -76,7 +78,7 @@
 //! assert_eq!(events[2], AgentEvent::Ir(Event::Done { reason: StopReason::Stop }));
 //! assert!(run.is_finished());
 //! assert_eq!(run.poll_timeout(), None);
-//! # Ok::<(), cursor_agent::AgentError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## The audit guarantee
@@ -96,9 +98,9 @@
 //! remote conversation when the [`Fingerprint`] of the completed user turns matches, a rebuild
 //! otherwise, and exactly one rebuild (starting with `Reset`) when a resume turns out stale
 //! ([`Session::recover`]). [`HandleStore`] keeps handles on disk atomically and durably;
-//! [`Handle::capture`] takes one from a Run that received a checkpoint. Drivers write
-//! [`AgentRun::poll_transmit_bytes`], which splices a resumed Run's overlaid checkpoint into the
-//! run request byte for byte.
+//! [`Handle::capture`] takes one from a Run that received a checkpoint.
+//! [`AgentRun::poll_transmit`] hands out wire bytes, splicing a resumed Run's overlaid
+//! checkpoint into the run request byte for byte.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod blobs;
@@ -121,6 +123,8 @@ mod run;
 mod translate;
 mod usage;
 
+#[cfg(feature = "driver")]
+#[cfg_attr(docsrs, doc(cfg(feature = "driver")))]
 pub mod driver;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -129,13 +133,13 @@ pub mod fuzzing;
 pub mod testing;
 
 pub use blobs::{BlobId, BlobStore};
-pub use config::{Limits, RunConfig, Timers};
+pub use config::{HostProfile, IdSeed, Limits, RunConfig, Timers};
 pub use error::{AgentError, StreamOutcome};
 pub use event::{AgentEvent, ExecAudit, ExecOutcome};
 pub use policy::ExecArm;
 pub use resume::{
-    Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleStore, Loaded, Plan, ResumeEnv, RunLabel,
-    Session, StaleReason, StoreError, StoreWarning, ToolsetKey,
+    Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleStore, Loaded, Plan, RunLabel, Session,
+    StaleReason, StoreError, StoreWarning, ToolsetKey,
 };
 pub use root_prompt::root_prompt_json;
 pub use run::AgentRun;

@@ -67,19 +67,19 @@ pub(crate) fn not_found(name: &str, available_tools: Vec<String>) -> McpResult {
 /// `mcp_result.success` for a host result: one text item first (always, even if empty), then
 /// the images. Text is capped in UTF-8 bytes with a marker; an image Cursor cannot take is
 /// replaced by a note rather than dropped silently.
-pub(crate) fn success(result: &ToolResult, limits: &Limits) -> McpResult {
+pub(crate) fn success(result: &ToolResult, limits: &Limits, host: &str) -> McpResult {
     let mut notes = Vec::new();
     let mut images = Vec::new();
     for block in &result.content {
         if let ToolResultContent::Image(image) = block {
             if ImageFormat::from_mime(&image.mime_type).is_none() {
                 notes.push(format!(
-                    "[pi: omitted an image of unsupported type {}]",
+                    "[{host}: omitted an image of unsupported type {}]",
                     image.mime_type
                 ));
             } else if image.data.len() > limits.max_image_len {
                 notes.push(format!(
-                    "[pi: omitted an image of {} bytes (over the cap)]",
+                    "[{host}: omitted an image of {} bytes (over the cap)]",
                     image.data.len()
                 ));
             } else {
@@ -92,7 +92,7 @@ pub(crate) fn success(result: &ToolResult, limits: &Limits) -> McpResult {
             }
         }
     }
-    let mut text = cap_bytes(&result.joined_text(), limits.max_tool_result_bytes);
+    let mut text = cap_bytes(&result.joined_text(), limits.max_tool_result_bytes, host);
     for note in notes {
         text.push('\n');
         text.push_str(&note);
@@ -110,12 +110,12 @@ pub(crate) fn success(result: &ToolResult, limits: &Limits) -> McpResult {
 }
 
 /// The result for a pending call the host returned nothing for.
-pub(crate) fn missing_result() -> McpResult {
+pub(crate) fn missing_result(host: &str) -> McpResult {
     McpResult {
         result: Some(mcp_result::Result::Success(wire::McpSuccess {
             content: vec![wire::McpToolResultContentItem {
                 content: Some(Content::Text(wire::McpTextContent {
-                    text: "pi returned no result for this tool call.".into(),
+                    text: format!("{host} returned no result for this tool call."),
                 })),
             }],
             is_error: true,
@@ -124,7 +124,7 @@ pub(crate) fn missing_result() -> McpResult {
 }
 
 /// `text` cut to at most `cap` UTF-8 bytes at a character boundary, with a marker.
-pub(crate) fn cap_bytes(text: &str, cap: usize) -> String {
+pub(crate) fn cap_bytes(text: &str, cap: usize, host: &str) -> String {
     if text.len() <= cap {
         return text.to_owned();
     }
@@ -133,7 +133,7 @@ pub(crate) fn cap_bytes(text: &str, cap: usize) -> String {
         end -= 1;
     }
     format!(
-        "{}\n[pi: tool output truncated, showing {end} of {} bytes]",
+        "{}\n[{host}: tool output truncated, showing {end} of {} bytes]",
         &text[..end],
         text.len()
     )
@@ -195,7 +195,7 @@ mod tests {
         result
             .content
             .push(ToolResultContent::Image(Image::new("image/tiff", vec![3])));
-        let encoded = success(&result, &Limits::default());
+        let encoded = success(&result, &Limits::default(), "pi");
         let Some(mcp_result::Result::Success(success)) = encoded.result else {
             panic!()
         };
@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn tool_output_is_capped_in_bytes_at_a_char_boundary() {
-        let capped = cap_bytes("ééé", 3);
+        let capped = cap_bytes("ééé", 3, "pi");
         assert_eq!(
             capped,
             "é\n[pi: tool output truncated, showing 2 of 6 bytes]"

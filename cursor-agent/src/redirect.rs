@@ -17,8 +17,10 @@ const URL_KEYS: [&str; 3] = ["url", "uri", "href"];
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Redirector<'a> {
     pub(crate) tools: &'a [Tool],
-    /// `mcp_pi_`.
+    /// `mcp_<provider>_`.
     pub(crate) prefix: &'a str,
+    /// How the texts name the host ([`HostProfile::display_name`](crate::HostProfile::display_name)).
+    pub(crate) host: &'a str,
 }
 
 impl Redirector<'_> {
@@ -35,7 +37,8 @@ impl Redirector<'_> {
         );
         match pick {
             Pick::NoTools => format!(
-                "Cursor native tool {native} is disabled in this session and pi registered no tools. {NOTHING_RAN}"
+                "Cursor native tool {native} is disabled in this session and {host} registered no tools. {NOTHING_RAN}",
+                host = self.host
             ),
             Pick::Matched { tool, capability } => {
                 let call = self.call(tool, capability, intent);
@@ -46,7 +49,8 @@ impl Redirector<'_> {
                 } else {
                     let goal = intent.capability().map_or("do that", Capability::phrase);
                     format!(
-                        "Cursor native tool {native} is disabled in this session: pi runs local work only through its MCP tools. To {goal} from pi, call {call}. {NOTHING_RAN}"
+                        "Cursor native tool {native} is disabled in this session: {host} runs local work only through its MCP tools. To {goal} from {host}, call {call}. {NOTHING_RAN}",
+                        host = self.host
                     )
                 }
             }
@@ -55,11 +59,13 @@ impl Redirector<'_> {
                 let first = self.model_name(first);
                 if hardened {
                     format!(
-                        "STOP calling Cursor native tools: they are disabled and nothing runs. Use pi's MCP tools ({list}), for example `{first}`. {NOTHING_RAN}"
+                        "STOP calling Cursor native tools: they are disabled and nothing runs. Use {host}'s MCP tools ({list}), for example `{first}`. {NOTHING_RAN}",
+                        host = self.host
                     )
                 } else {
                     format!(
-                        "Cursor native tool {native} is disabled in this session and no pi tool matches that request. pi's MCP tools are: {list}; for example `{first}`. {NOTHING_RAN}"
+                        "Cursor native tool {native} is disabled in this session and no {host} tool matches that request. {host}'s MCP tools are: {list}; for example `{first}`. {NOTHING_RAN}",
+                        host = self.host
                     )
                 }
             }
@@ -168,13 +174,14 @@ mod tests {
         let redirector = Redirector {
             tools: &tools,
             prefix: "mcp_pi_",
+            host: "acme",
         };
         let intent = Intent::Command {
             command: "vainfo --display drm".into(),
         };
         assert_eq!(
             redirector.text("Shell", &intent, false),
-            "Cursor native tool Shell is disabled in this session: pi runs local work only through its MCP tools. To run a command from pi, call the MCP tool `mcp_pi_ctx_shell` with {\"command\": \"vainfo --display drm\"}. No operation was performed."
+            "Cursor native tool Shell is disabled in this session: acme runs local work only through its MCP tools. To run a command from acme, call the MCP tool `mcp_pi_ctx_shell` with {\"command\": \"vainfo --display drm\"}. No operation was performed."
         );
     }
 
@@ -184,6 +191,7 @@ mod tests {
         let redirector = Redirector {
             tools: &tools,
             prefix: "mcp_pi_",
+            host: "acme",
         };
         let text = redirector.text(
             "Read",
@@ -204,6 +212,7 @@ mod tests {
         let redirector = Redirector {
             tools: &tools,
             prefix: "mcp_pi_",
+            host: "acme",
         };
         let text = redirector.text(
             "Delete",
@@ -227,6 +236,7 @@ mod tests {
         let redirector = Redirector {
             tools: &tools,
             prefix: "mcp_pi_",
+            host: "acme",
         };
         let text = redirector.text(
             "Fetch",
@@ -247,6 +257,7 @@ mod tests {
         let redirector = Redirector {
             tools: &[],
             prefix: "mcp_pi_",
+            host: "acme",
         };
         let text = redirector.text(
             "Shell",
@@ -269,6 +280,7 @@ mod tests {
         let redirector = Redirector {
             tools: &tools,
             prefix: "mcp_pi_",
+            host: "acme",
         };
         let intent = Intent::Search {
             pattern: "fn main".into(),

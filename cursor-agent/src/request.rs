@@ -68,7 +68,7 @@ pub(crate) fn build(
                 root_prompt_messages_json: root_ids.clone(),
                 previous_workspace_uris: config.workspace_uris.clone(),
                 mode: Some(AgentMode::Agent as i32),
-                client_name: Some(config.host_name.clone()),
+                client_name: Some(config.profile.host_name.clone()),
                 ..ConversationStateStructure::default()
             },
             None,
@@ -76,7 +76,7 @@ pub(crate) fn build(
     };
     let context_blob = SelectedContextBlob::new(
         state.root_prompt_messages_json.clone(),
-        config.host_name.clone(),
+        config.profile.host_name.clone(),
     )
     .encode();
     let context_blob_id = blobs.insert(context_blob)?;
@@ -91,7 +91,7 @@ pub(crate) fn build(
         selected_context_blob: context_blob_id.as_bytes().to_vec(),
         correlation_id: message_id,
     };
-    let definitions = mcp::definitions(&conversation.tools, &config.provider_identifier);
+    let definitions = mcp::definitions(&conversation.tools, &config.profile.provider_identifier);
     let request = AgentRunRequest {
         conversation_state: Some(state),
         action: Some(ConversationAction {
@@ -115,7 +115,7 @@ pub(crate) fn build(
         client_supports_inline_images: Some(true),
         ..AgentRunRequest::default()
     };
-    let rules_text = root_prompt::rules_text(conversation, &config.tool_prefix());
+    let rules_text = root_prompt::rules_text(conversation, &config.profile);
     Ok(Opening {
         request,
         rules_text,

@@ -11,9 +11,9 @@ use cursor_proto::ir::{
 };
 use serde_json::{Value, json};
 
-use crate::RunConfig;
 use crate::intent::Capability;
 use crate::ranking::{Pick, best_tool};
+use crate::{HostProfile, RunConfig};
 
 /// The root prompt of `conversation` as JSON texts, rules first; the trailing user message (the
 /// turn being asked) is excluded.
@@ -44,12 +44,17 @@ pub(crate) fn messages(
     let mut out = Vec::with_capacity(history.len() + 1);
     out.push(user_text(format!(
         "<rules>\n{}\n</rules>",
-        rules_text(conversation, &prefix)
+        rules_text(conversation, &config.profile)
     )));
     let mut tool_parts: Vec<Value> = Vec::new();
     for message in history {
         if let Message::ToolResult(result) = message {
-            tool_parts.push(tool_result_part(result, &prefix, cap));
+            tool_parts.push(tool_result_part(
+                result,
+                &prefix,
+                cap,
+                &config.profile.display_name,
+            ));
             continue;
         }
         if !tool_parts.is_empty() {
@@ -75,7 +80,9 @@ pub(crate) fn messages(
 /// The text inside `<rules>`: the host's system prompt, the local-tool policy, the intent map
 /// and one signature line per tool (descriptions and schemas never reach the model, the rules
 /// do: PROTOCOL-AGENT §5.1).
-pub(crate) fn rules_text(conversation: &Conversation, prefix: &str) -> String {
+pub(crate) fn rules_text(conversation: &Conversation, profile: &HostProfile) -> String {
+    let prefix = &profile.tool_prefix();
+    let host = &profile.display_name;
     let mut text = String::new();
     if !conversation.system_prompt.is_empty() {
         text.push_str(&conversation.system_prompt);
@@ -84,7 +91,7 @@ pub(crate) fn rules_text(conversation: &Conversation, prefix: &str) -> String {
     let namespace = prefix.trim_start_matches("mcp_").trim_end_matches('_');
     text.push_str(&format!(
         "# Local tools\n\
-         Local work in this session runs only through pi's MCP tools. They are Cursor dynamic tools in the MCP namespace `{namespace}`: look them up there (GetDynamicTools, then CallDynamicTool) or call them by their names `{prefix}<tool>`. If they are missing from your static tool list, they are still available: do not fall back to other tools.\n\
+         Local work in this session runs only through {host}'s MCP tools. They are Cursor dynamic tools in the MCP namespace `{namespace}`: look them up there (GetDynamicTools, then CallDynamicTool) or call them by their names `{prefix}<tool>`. If they are missing from your static tool list, they are still available: do not fall back to other tools.\n\
          Cursor native tools (Shell, Read, Write, Delete, Grep, Glob, LS, Fetch and the rest) are disabled here: every such call is refused and nothing runs.\n"
     ));
     let map: Vec<String> = Capability::ALL
@@ -105,7 +112,7 @@ pub(crate) fn rules_text(conversation: &Conversation, prefix: &str) -> String {
         text.push_str(&format!("Use: {}.\n", map.join("; ")));
     }
     if !conversation.tools.is_empty() {
-        text.push_str("pi tools (name(arguments): purpose):\n");
+        text.push_str(&format!("{host} tools (name(arguments): purpose):\n"));
         for tool in &conversation.tools {
             text.push_str(&contract_line(tool, prefix));
             text.push('\n');
@@ -239,8 +246,8 @@ fn assistant_message(content: &[AssistantContent], prefix: &str) -> Option<Value
     (!parts.is_empty()).then(|| json!({"role": "assistant", "content": parts}))
 }
 
-fn tool_result_part(result: &ToolResult, prefix: &str, cap: usize) -> Value {
-    let text = cap_chars(&result.joined_text(), cap);
+fn tool_result_part(result: &ToolResult, prefix: &str, cap: usize, host: &str) -> Value {
+    let text = cap_chars(&result.joined_text(), cap, host);
     let mut part = json!({
         "type": "tool-result",
         "toolCallId": result.tool_call_id,
@@ -271,13 +278,13 @@ fn tool_result_part(result: &ToolResult, prefix: &str, cap: usize) -> Value {
 }
 
 /// `text` cut to `cap` characters with an explicit marker (never a silent cut).
-pub(crate) fn cap_chars(text: &str, cap: usize) -> String {
+pub(crate) fn cap_chars(text: &str, cap: usize, host: &str) -> String {
     match text.char_indices().nth(cap) {
         None => text.to_owned(),
         Some((end, _)) => {
             let total = text.chars().count();
             format!(
-                "{}\n[pi: tool result truncated, showing {cap} of {total} characters]",
+                "{}\n[{host}: tool result truncated, showing {cap} of {total} characters]",
                 &text[..end]
             )
         }
@@ -290,7 +297,8 @@ mod tests {
     use cursor_proto::ir::ToolCall;
 
     fn config() -> RunConfig {
-        RunConfig::new("m", "file:///w")
+        RunConfig::new("m", "file:///w", crate::IdSeed::fixed([1; 16]))
+            .with_profile(HostProfile::new("pi"))
     }
 
     fn conversation() -> Conversation {
@@ -309,9 +317,16 @@ mod tests {
 
     #[test]
     fn rules_carry_system_prompt_policy_intent_map_and_contracts() {
-        let rules = rules_text(&conversation(), "mcp_pi_");
+        let rules = rules_text(&conversation(), &HostProfile::new("pi"));
         assert!(rules.starts_with("Be terse.\n\n# Local tools\n"));
         assert!(rules.contains("MCP namespace `pi`"));
+        let other = rules_text(&conversation(), &HostProfile::new("acme"));
+        assert!(other.contains("through acme's MCP tools"), "{other}");
+        assert!(
+            other.contains("acme tools (name(arguments): purpose)"),
+            "{other}"
+        );
+        assert!(other.contains("`mcp_acme_bash`"), "{other}");
         assert!(rules.contains("run a command → `mcp_pi_bash`"));
         assert!(
             rules.contains(
@@ -394,9 +409,9 @@ mod tests {
     #[test]
     fn replayed_results_are_capped_with_a_marker() {
         let long = "é".repeat(25);
-        let capped = cap_chars(&long, 20);
+        let capped = cap_chars(&long, 20, "pi");
         assert!(capped.starts_with(&"é".repeat(20)));
         assert!(capped.ends_with("[pi: tool result truncated, showing 20 of 25 characters]"));
-        assert_eq!(cap_chars("short", 20), "short");
+        assert_eq!(cap_chars("short", 20, "pi"), "short");
     }
 }

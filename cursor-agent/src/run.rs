@@ -43,7 +43,7 @@ use crate::{ranking, request, usage};
 #[derive(Debug)]
 pub struct AgentRun {
     config: RunConfig,
-    /// `mcp_pi_`: the prefix Cursor puts before host tool names.
+    /// `mcp_<provider>_`: the prefix Cursor puts before host tool names.
     prefix: String,
     conversation_id: String,
     blobs: BlobStore,
@@ -142,7 +142,7 @@ impl AgentRun {
         reset: bool,
         now: Instant,
     ) -> Result<Self, AgentError> {
-        let mut ids = IdSource::new(config.id_seed);
+        let mut ids = IdSource::new(config.id_seed.bytes());
         let conversation_id = config
             .conversation_id
             .clone()
@@ -242,20 +242,14 @@ impl AgentRun {
 
     // ---- pollers ----------------------------------------------------------------------------
 
-    /// The next client frame to write, in order. The first one is the run request.
-    #[must_use]
-    pub fn poll_transmit(&mut self) -> Option<AgentClientMessage> {
-        self.transmits.pop_front()
-    }
-
-    /// The next client frame as the protobuf bytes to write (a driver's preferred poller).
+    /// The next client frame to write, in order, as the protobuf bytes of an
+    /// `AgentClientMessage` (wrap it in a Connect envelope). The first one is the run request.
     ///
-    /// Same order as [`poll_transmit`](Self::poll_transmit). On a resumed Run the run request's
-    /// `conversation_state` is the overlaid checkpoint spliced in byte for byte; the typed
-    /// frame [`poll_transmit`](Self::poll_transmit) returns carries a decoded view of it that
-    /// drops fields this version does not know, so drivers must write these bytes instead.
+    /// On a resumed Run the run request's `conversation_state` is the overlaid checkpoint
+    /// spliced in byte for byte, so fields of the checkpoint this version does not know reach
+    /// the server unchanged (a decoded view would drop them).
     #[must_use]
-    pub fn poll_transmit_bytes(&mut self) -> Option<Vec<u8>> {
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         let frame = self.transmits.pop_front()?;
         if let (Some(raw), Some(wire::agent_client_message::Message::RunRequest(request))) =
             (&self.raw_state, &frame.message)
@@ -427,7 +421,7 @@ impl AgentRun {
                         let elapsed = now.saturating_duration_since(call.issued_at);
                         translation.encode(result, elapsed, &root)
                     }
-                    None => translation.encode_missing(&root),
+                    None => translation.encode_missing(&root, &self.config.profile.display_name),
                 };
                 for reply in replies {
                     self.transmits
@@ -439,9 +433,13 @@ impl AgentRun {
             let encoded = match result {
                 Some(result) => {
                     self.input_estimate += usage::estimate_result(result);
-                    mcp::success(result, &self.config.limits)
+                    mcp::success(
+                        result,
+                        &self.config.limits,
+                        &self.config.profile.display_name,
+                    )
                 }
-                None => mcp::missing_result(),
+                None => mcp::missing_result(&self.config.profile.display_name),
             };
             self.transmits.push_back(frames::exec_reply(
                 call.id,
@@ -642,7 +640,7 @@ impl AgentRun {
     ) -> Result<(), AgentError> {
         let name = mcp::requested_name(args, &self.prefix).to_owned();
         let registered = |tools: &[Tool]| tools.iter().any(|tool| tool.name == name);
-        let admitted = !mcp::foreign_provider(args, &self.config.provider_identifier)
+        let admitted = !mcp::foreign_provider(args, &self.config.profile.provider_identifier)
             && (registered(&self.catalog) || registered(&self.live_tools));
         if !admitted {
             self.miss()?;
@@ -821,6 +819,7 @@ impl AgentRun {
         Redirector {
             tools: &self.live_tools,
             prefix: &self.prefix,
+            host: &self.config.profile.display_name,
         }
     }
 

@@ -41,7 +41,12 @@ fn conversation(text: &str, tools: Vec<Tool>) -> Conversation {
 }
 
 fn config() -> RunConfig {
-    RunConfig::new("composer-2.5", "file:///work").with_id_seed([3; 16])
+    RunConfig::new(
+        "composer-2.5",
+        "file:///work",
+        cursor_agent::IdSeed::fixed([3; 16]),
+    )
+    .with_profile(cursor_agent::HostProfile::new("pi"))
 }
 
 fn start(
@@ -348,6 +353,8 @@ async fn a_not_found_end_of_stream_fails_the_turn_with_the_servers_error() {
 #[tokio::test]
 async fn a_silent_server_trips_the_first_frame_watchdog_on_tokio_time() {
     let mut server = TestServer::start().await.unwrap();
+    // The watchdog counts from the run's opening, not from the pause below.
+    let opened = tokio::time::Instant::now();
     let (_handle, mut events, task) =
         start(server.origin(), config(), &conversation("ping", vec![]));
     let mut call = tokio::time::timeout(WAIT, server.accept())
@@ -367,12 +374,11 @@ async fn a_silent_server_trips_the_first_frame_watchdog_on_tokio_time() {
 
     // The stream is up; from here on the clock only moves when the runtime is idle.
     tokio::time::pause();
-    let paused_at = tokio::time::Instant::now();
     let events = leg_within(&mut events, Duration::from_secs(300)).await;
     let info = error_of(&events);
     assert_eq!(info.kind, ErrorKind::Network);
     assert!(info.message.contains("30s"), "{info:?}");
-    assert!(paused_at.elapsed() >= Duration::from_secs(30));
+    assert!(opened.elapsed() >= Duration::from_secs(30));
     assert!(task.await.unwrap().is_finished());
 }
 

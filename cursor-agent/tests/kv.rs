@@ -111,7 +111,7 @@ fn a_miss_on_a_resume_is_reported_as_stale() {
         "{}",
         error.message
     );
-    assert!(error.next_step.contains("rebuild"));
+    assert!(error.next_step.to_string().contains("rebuild"));
 }
 
 #[test]

@@ -61,7 +61,10 @@ fn the_eighth_miss_fails_the_run_closed_naming_the_command_tool() {
     let error = last_error(&events).expect("loop guard error");
     assert_eq!(error.kind, ErrorKind::RemoteRefusal);
     assert!(
-        error.next_step.contains("`mcp_pi_bash`"),
+        error.next_step
+            == cursor_proto::ir::NextStep::UseTool {
+                tool: "mcp_pi_bash".into()
+            },
         "{}",
         error.next_step
     );

@@ -110,7 +110,11 @@ async fn scripted_frames_reach_the_client_verbatim_and_every_record_reaches_the_
         Transport::new().unwrap(),
         replica.origin(),
         RequestHeaders::new(),
-        RunConfig::new("composer-2.5", "file:///work"),
+        RunConfig::new(
+            "composer-2.5",
+            "file:///work",
+            cursor_agent::IdSeed::fixed([1; 16]),
+        ),
         &conversation,
     )
     .unwrap();

@@ -16,7 +16,11 @@ const SESSION: &str = "session-1";
 const PASS_PHRASE: &str = "XK-PLATYPUS-77 / 林蓓";
 
 fn config() -> RunConfig {
-    RunConfig::new("composer-2.5", "file:///work").with_id_seed([5; 16])
+    RunConfig::new(
+        "composer-2.5",
+        "file:///work",
+        cursor_agent::IdSeed::fixed([5; 16]),
+    )
 }
 
 /// What one host turn saw.

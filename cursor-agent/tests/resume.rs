@@ -120,7 +120,7 @@ fn a_handle_round_trips_through_disk_into_a_fresh_run_that_resumes_without_repla
     assert!(!plan.drops_handle());
     assert!(!plan.sends_mcp_tools(), "the tool set did not change");
     let mut run = plan.open(&turn, Instant::now()).unwrap();
-    let bytes = run.poll_transmit_bytes().expect("run request");
+    let bytes = run.poll_transmit().expect("run request");
     let request = run_request(&AgentClientMessage::decode(bytes.as_slice()).unwrap());
 
     assert_eq!(
@@ -197,7 +197,8 @@ fn assistant_wording_keeps_the_resume_and_an_edited_user_text_rebuilds() {
     assert_eq!(plan.stale_reason(), Some(&StaleReason::FingerprintMismatch));
     assert!(plan.drops_handle());
     let mut run = plan.open(&edited, Instant::now()).unwrap();
-    let request = run_request(&run.poll_transmit().unwrap());
+    let request =
+        run_request(&AgentClientMessage::decode(run.poll_transmit().unwrap().as_slice()).unwrap());
     assert_ne!(
         request.conversation_id.as_deref(),
         Some(handle.conversation_id.as_str())
@@ -229,7 +230,7 @@ fn a_changed_tool_set_or_the_resend_switch_re_sends_mcp_tools() {
     assert!(plan.sends_mcp_tools());
     let mut run = plan.open(&second_turn("Noted."), Instant::now()).unwrap();
     assert!(
-        run_request(&run.poll_transmit().unwrap())
+        run_request(&AgentClientMessage::decode(run.poll_transmit().unwrap().as_slice()).unwrap())
             .mcp_tools
             .is_some()
     );
@@ -326,7 +327,13 @@ fn a_blob_miss_on_resume_rebuilds_exactly_once_with_a_reset_and_a_miss_on_rebuil
 fn a_remote_not_found_on_resume_is_stale_but_not_on_a_rebuild() {
     let handle = play_first_turn();
     let turn = second_turn("Noted.");
-    let gone = || ErrorInfo::new(ErrorKind::Local, "conversation not found", "retry");
+    let gone = || {
+        ErrorInfo::new(
+            ErrorKind::Local,
+            "conversation not found",
+            cursor_proto::ir::NextStep::Retry,
+        )
+    };
     let mut session = Session::new(config());
     let mut h = harness(
         session

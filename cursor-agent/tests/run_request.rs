@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use common::{Harness, config, conversation};
 use cursor_agent::{AgentError, AgentRun, BlobId};
-use cursor_proto::agent::v1::{self as w, conversation_action::Action};
+use cursor_proto::agent::v1::{self as w, AgentClientMessage, conversation_action::Action};
 use cursor_proto::ir::{Conversation, Image, Message, UserContent};
 use cursor_proto::selected_context_blob::SelectedContextBlob;
+use prost::Message as _;
 
 fn user_message(request: &w::AgentRunRequest) -> &w::UserMessage {
     let Some(Action::UserMessageAction(action)) =
@@ -77,7 +78,9 @@ fn prompt_and_selected_context_blobs_are_stored_under_their_sha256() {
         .with_message(Message::user_text("follow-up"));
     let mut run = AgentRun::new(config(), &conversation, start).unwrap();
     let Some(w::agent_client_message::Message::RunRequest(request)) =
-        run.poll_transmit().unwrap().message
+        AgentClientMessage::decode(run.poll_transmit().unwrap().as_slice())
+            .unwrap()
+            .message
     else {
         panic!()
     };
@@ -106,7 +109,9 @@ fn ids_come_from_the_seed_and_a_given_conversation_id_is_kept() {
     let a = Harness::run_request(config(), conversation());
     let b = Harness::run_request(config(), conversation());
     assert_eq!(a.conversation_id, b.conversation_id, "same seed, same ids");
-    let other = Harness::run_request(config().with_id_seed([8; 16]), conversation());
+    let mut other_config = config();
+    other_config.id_seed = cursor_agent::IdSeed::fixed([8; 16]);
+    let other = Harness::run_request(other_config, conversation());
     assert_ne!(a.conversation_id, other.conversation_id);
     let kept = Harness::run_request(config().with_conversation_id("conv-1"), conversation());
     assert_eq!(kept.conversation_id.as_deref(), Some("conv-1"));
@@ -180,7 +185,9 @@ fn the_rules_blob_carries_the_system_prompt_policy_and_tool_contracts() {
     let start = Instant::now();
     let mut run = AgentRun::new(config(), &conversation(), start).unwrap();
     let Some(w::agent_client_message::Message::RunRequest(request)) =
-        run.poll_transmit().unwrap().message
+        AgentClientMessage::decode(run.poll_transmit().unwrap().as_slice())
+            .unwrap()
+            .message
     else {
         panic!()
     };

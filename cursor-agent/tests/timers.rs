@@ -56,7 +56,7 @@ fn no_first_frame_within_thirty_seconds_is_a_network_error() {
     let error = last_error(&events).expect("idle error");
     assert_eq!(error.kind, ErrorKind::Network);
     assert!(error.message.contains("first frame"), "{}", error.message);
-    assert!(!error.next_step.is_empty());
+    assert_eq!(error.next_step, cursor_proto::ir::NextStep::Retry);
     assert!(h.run.is_finished());
     assert_eq!(h.run.poll_timeout(), None);
 }

@@ -158,7 +158,7 @@ fn end_stream_errors_keep_their_classification() {
     let refusal = ErrorInfo::new(
         ErrorKind::RemoteRefusal,
         "quota exhausted",
-        "wait for the reset",
+        cursor_proto::ir::NextStep::WaitForQuota,
     );
     h.run
         .handle_end_of_stream(StreamOutcome::Err(refusal.clone()), h.now);

@@ -21,9 +21,6 @@ pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(180);
 /// starts with a token about to lapse.
 pub const EXPIRY_MARGIN: Duration = Duration::from_secs(5 * 60);
 
-/// The host command that starts a new login; the next step of every auth error.
-pub const LOGIN_COMMAND: &str = "/login cursor";
-
 /// Where the login and refresh requests go, and the login timing.
 ///
 /// The defaults are Cursor's production origins; tests point the bases at a loopback server.

@@ -2,10 +2,9 @@
 
 use std::time::Duration;
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 use http::StatusCode;
 
-use crate::LOGIN_COMMAND;
 use crate::client::HttpError;
 
 /// Why a login, a refresh or an authenticated request failed.
@@ -73,9 +72,8 @@ pub enum AuthError {
     FlowMisuse(&'static str),
 }
 
-impl AuthError {
-    /// The family-wide classification of this failure.
-    pub fn kind(&self) -> ErrorKind {
+impl Classify for AuthError {
+    fn kind(&self) -> ErrorKind {
         match self {
             Self::LoginTimedOut { .. }
             | Self::LogoutRequired
@@ -91,35 +89,38 @@ impl AuthError {
         }
     }
 
-    /// The concrete next step for the user.
-    pub fn next_step(&self) -> String {
+    fn next_step(&self) -> NextStep {
         match self {
-            Self::LoginRefused { .. } => format!(
-                "ask the Cursor team admin whether this account may sign in here, then run {LOGIN_COMMAND}"
+            Self::LoginRefused { .. } => NextStep::fix_config(
+                "ask the Cursor team admin whether this account may sign in here, then sign in again",
             ),
-            Self::Randomness(_) | Self::FlowMisuse(_) => {
-                "report this as a bug; it is not caused by the account or the network".to_owned()
+            Self::Randomness(_) | Self::FlowMisuse(_) => NextStep::host_bug(
+                "report this as a bug; it is not caused by the account or the network",
+            ),
+            Self::InvalidBaseUrl { .. } => {
+                NextStep::fix_config("fix the configured Cursor base URL")
             }
-            Self::InvalidBaseUrl { .. } => "fix the configured Cursor base URL".to_owned(),
             _ => match self.kind() {
-                ErrorKind::Auth => format!("run {LOGIN_COMMAND}"),
-                ErrorKind::Network => "check the network connection and retry".to_owned(),
-                ErrorKind::RemoteRefusal => {
-                    "wait a moment and retry; Cursor is refusing requests".to_owned()
-                }
-                ErrorKind::ProtocolDrift => {
-                    "update the cursor crates: Cursor's login API changed".to_owned()
-                }
-                _ => "retry; report it if it persists".to_owned(),
+                ErrorKind::Auth => NextStep::Login,
+                ErrorKind::RemoteRefusal => NextStep::WaitAndRetry,
+                ErrorKind::ProtocolDrift => NextStep::UpdateCrates,
+                _ => NextStep::Retry,
             },
         }
     }
 
-    /// The failure as the host shows it: kind, message and next step.
-    pub fn to_error_info(&self) -> ErrorInfo {
-        ErrorInfo::new(self.kind(), self.to_string(), self.next_step())
+    fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::RefreshRejected { status } | Self::UnexpectedStatus { status, .. } => {
+                Some(status.as_u16())
+            }
+            Self::Unauthorized => Some(401),
+            _ => None,
+        }
     }
+}
 
+impl AuthError {
     /// Classifies a status no endpoint of this crate documents.
     pub(crate) fn unexpected_status(operation: &'static str, status: StatusCode) -> Self {
         Self::UnexpectedStatus { operation, status }
@@ -157,13 +158,13 @@ fn status_kind(status: StatusCode) -> ErrorKind {
 
 impl From<&AuthError> for ErrorInfo {
     fn from(error: &AuthError) -> Self {
-        error.to_error_info()
+        error.to_info()
     }
 }
 
 impl From<AuthError> for ErrorInfo {
     fn from(error: AuthError) -> Self {
-        error.to_error_info()
+        error.to_info()
     }
 }
 
@@ -172,7 +173,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auth_failures_point_to_the_login_command() {
+    fn auth_failures_ask_for_a_new_login() {
         for error in [
             AuthError::LogoutRequired,
             AuthError::Unauthorized,
@@ -183,13 +184,9 @@ mod tests {
                 status: StatusCode::UNAUTHORIZED,
             },
         ] {
-            let info = error.to_error_info();
+            let info = error.to_info();
             assert_eq!(info.kind, ErrorKind::Auth, "{error}");
-            assert!(
-                info.next_step.contains("/login cursor"),
-                "{}",
-                info.next_step
-            );
+            assert_eq!(info.next_step, NextStep::Login, "{error}");
         }
     }
 

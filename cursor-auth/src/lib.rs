@@ -14,8 +14,8 @@
 //! [`AuthedClient`] refreshes expired tokens and replays a request once after a 401. This
 //! crate stores nothing: persisting credentials is the host's job.
 //!
-//! Every failure is an [`AuthError`] with a [`kind`](AuthError::kind) and a
-//! [`next_step`](AuthError::next_step); no message ever contains a token.
+//! Every failure is an [`AuthError`] with a [`kind`](cursor_proto::ir::Classify::kind) and a
+//! [`next_step`](cursor_proto::ir::Classify::next_step); no message ever contains a token.
 //!
 //! ```
 //! use std::sync::Mutex;
@@ -85,8 +85,8 @@ mod refresh;
 pub use authed::{AccessToken, Attempt, AuthedClient};
 pub use client::{Clock, HttpClient, HttpError, system_unix_time_ms};
 pub use config::{
-    AuthConfig, CLIENT_ID, DEFAULT_API_BASE, DEFAULT_WEBSITE_BASE, EXPIRY_MARGIN, LOGIN_COMMAND,
-    LOGIN_TIMEOUT, POLL_INTERVAL,
+    AuthConfig, CLIENT_ID, DEFAULT_API_BASE, DEFAULT_WEBSITE_BASE, EXPIRY_MARGIN, LOGIN_TIMEOUT,
+    POLL_INTERVAL,
 };
 pub use credentials::{Credentials, FALLBACK_LIFETIME};
 pub use driver::{login, refresh};

@@ -305,6 +305,7 @@ fn refusal_reason(body: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::jwt::fake_jwt;
+    use cursor_proto::ir::Classify as _;
 
     fn flow(now: Instant) -> LoginFlow {
         let pkce = Pkce::from_verifier("verifier-123".to_owned());

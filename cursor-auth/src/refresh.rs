@@ -94,6 +94,7 @@ struct RefreshAnswer {
 mod tests {
     use super::*;
     use crate::jwt::fake_jwt;
+    use cursor_proto::ir::{Classify as _, NextStep};
 
     fn response(status: u16, body: &str) -> Response<Bytes> {
         Response::builder()
@@ -156,7 +157,7 @@ mod tests {
                 handle_refresh_response(response(200, body), &Credentials::new("a", "r", 0), 0)
                     .unwrap_err();
             assert!(matches!(error, AuthError::LogoutRequired), "{body}");
-            assert_eq!(error.to_error_info().next_step, "run /login cursor");
+            assert_eq!(error.to_info().next_step, NextStep::Login);
         }
     }
 

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use cursor_auth::{
     AuthConfig, Credentials, LoginFlow, LoginStep, Pkce, handle_refresh_response, jwt,
 };
+use cursor_proto::ir::Classify as _;
 use proptest::prelude::*;
 
 const MARKER: &str = "SECRETMARKER";
@@ -40,7 +41,7 @@ proptest! {
         prop_assert!(matches!(flow.step(now).unwrap(), LoginStep::Send(_)));
         if let Err(error) = flow.handle_response(response(status, body), now) {
             prop_assert!(!error.to_string().contains(MARKER), "{}", error);
-            prop_assert!(!error.next_step().is_empty());
+            prop_assert!(!error.next_step().to_string().is_empty());
         }
     }
 

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use cursor_auth::{
     AccessToken, Attempt, AuthConfig, AuthError, AuthedClient, Credentials, refresh,
 };
-use cursor_proto::ir::ErrorKind;
+use cursor_proto::ir::{Classify as _, ErrorKind, NextStep};
 use futures::executor::block_on;
 use support::{FakeClock, ScriptedHttp, jwt, status};
 
@@ -71,9 +71,9 @@ fn refresh_with_should_logout_asks_for_a_new_login() {
     ))
     .unwrap_err();
     assert!(matches!(error, AuthError::LogoutRequired));
-    let info = error.to_error_info();
+    let info = error.to_info();
     assert_eq!(info.kind, ErrorKind::Auth);
-    assert_eq!(info.next_step, "run /login cursor");
+    assert_eq!(info.next_step, NextStep::Login);
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn a_second_401_after_the_refresh_is_an_auth_error() {
     let error = block_on(client.send(api_request)).unwrap_err();
     assert!(matches!(error, AuthError::Unauthorized), "{error:?}");
     assert_eq!(error.kind(), ErrorKind::Auth);
-    assert_eq!(error.next_step(), "run /login cursor");
+    assert_eq!(error.next_step(), NextStep::Login);
     assert_eq!(
         client.client().request_count(),
         3,

@@ -5,7 +5,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use cursor_auth::{AuthConfig, AuthError, login};
-use cursor_proto::ir::ErrorKind;
+use cursor_proto::ir::{Classify as _, ErrorKind, NextStep};
 use futures::executor::block_on;
 use support::{Answer, FakeClock, ScriptedHttp, jwt, status};
 
@@ -98,7 +98,7 @@ fn a_login_left_pending_times_out_after_180_simulated_seconds() {
         "{error:?}"
     );
     assert_eq!(error.kind(), ErrorKind::Auth);
-    assert_eq!(error.next_step(), "run /login cursor");
+    assert_eq!(error.next_step(), NextStep::Login);
     assert_eq!(clock.elapsed(), Duration::from_secs(180));
     // One poll at 0 s and one after each 500 ms pause that ends before the deadline.
     assert_eq!(http.request_count(), 360);

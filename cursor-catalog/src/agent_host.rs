@@ -9,14 +9,11 @@ use cursor_transport::Origin;
 
 use crate::error::CatalogError;
 
-/// Environment variable whose value, when set, replaces the discovered agent origin.
-pub const AGENT_ORIGIN_ENV: &str = "CURSOR_PROVIDER_AGENT_ORIGIN";
-
 /// Where an agent origin came from.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AgentOriginSource {
-    /// [`AGENT_ORIGIN_ENV`] or an explicit override from the caller.
+    /// An explicit override from the caller (a host's setting).
     Override,
     /// `GetServerConfig`, live or from the snapshot.
     Discovered,
@@ -42,15 +39,6 @@ pub struct AgentOrigin {
     pub origin: Origin,
     /// Its source.
     pub source: AgentOriginSource,
-}
-
-/// Reads [`AGENT_ORIGIN_ENV`]; empty counts as unset. Callers that must not read the process
-/// environment (tests, embedders) pass their override to [`resolve_agent_origin`] directly.
-pub fn agent_origin_override_from_env() -> Option<String> {
-    std::env::var(AGENT_ORIGIN_ENV)
-        .ok()
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
 }
 
 /// The agent origin `GetServerConfig` names for this account: `agent_url` in privacy mode,
@@ -116,6 +104,7 @@ fn parse(value: &str, from: AgentOriginSource) -> Result<Origin, CatalogError> {
 
 #[cfg(test)]
 mod tests {
+    use cursor_proto::ir::Classify as _;
     use cursor_proto::{aiserver::v1::AgentUrlConfig, ir::ErrorKind};
 
     use super::*;

@@ -1,13 +1,9 @@
 //! `CatalogError`: every failure of this crate, classified for the host.
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 use cursor_transport::CursorError;
 
 use crate::{level::ThinkingLevel, rpc::Rpc};
-
-/// Next step shown when a model id or level is not in the catalog.
-const PICK_LISTED_MODEL: &str =
-    "pick a model and thinking level from the listed Cursor models (pi --list-models cursor)";
 
 /// A catalog failure: what went wrong, its [`ErrorKind`] and the user's next step.
 #[non_exhaustive]
@@ -70,9 +66,10 @@ impl CatalogError {
     pub(crate) fn rpc(rpc: Rpc, source: CursorError) -> Self {
         Self::Rpc { rpc, source }
     }
+}
 
-    /// The classification.
-    pub fn kind(&self) -> ErrorKind {
+impl Classify for CatalogError {
+    fn kind(&self) -> ErrorKind {
         match self {
             Self::Rpc { source, .. } => source.kind(),
             Self::EmptyRoster { .. } => ErrorKind::RemoteRefusal,
@@ -87,31 +84,41 @@ impl CatalogError {
         }
     }
 
-    /// What the user should do next.
-    pub fn next_step(&self) -> &'static str {
+    fn next_step(&self) -> NextStep {
         match self {
             Self::Rpc { source, .. } => source.next_step(),
-            Self::EmptyRoster { .. } => {
-                "check that the Cursor account's plan includes models (cursor.com/dashboard), then refresh the model list"
-            }
-            Self::UnknownModel { .. } | Self::LevelUnsupported { .. } => PICK_LISTED_MODEL,
-            Self::Snapshot { .. } => {
-                "nothing: the stale snapshot is ignored and replaced by the next online refresh"
-            }
+            Self::EmptyRoster { .. } => NextStep::fix_config(
+                "check that the Cursor account's plan includes models (cursor.com/dashboard), then refresh the model list",
+            ),
+            Self::UnknownModel { .. } | Self::LevelUnsupported { .. } => NextStep::PickModel,
+            Self::Snapshot { .. } => NextStep::fix_local(
+                "nothing: the stale snapshot is ignored and replaced by the next online refresh",
+            ),
             Self::AgentOriginRefused { from, .. } => match from {
-                crate::agent_host::AgentOriginSource::Override => {
-                    "set CURSOR_PROVIDER_AGENT_ORIGIN to https://agentn.api5.cursor.sh (or another agent host under api5.cursor.sh), or unset it"
-                }
-                _ => {
-                    "upgrade the cursor crates, or set CURSOR_PROVIDER_AGENT_ORIGIN to an allowlisted agent host"
-                }
+                crate::agent_host::AgentOriginSource::Override => NextStep::fix_config(
+                    "set the agent origin override to https://agentn.api5.cursor.sh (or another agent host under api5.cursor.sh), or unset it",
+                ),
+                _ => NextStep::UpdateCrates,
             },
         }
     }
 
-    /// The host-facing classified form.
-    pub fn to_info(&self) -> ErrorInfo {
-        ErrorInfo::new(self.kind(), self.to_string(), self.next_step())
+    fn connect_code(&self) -> Option<&str> {
+        match self {
+            Self::Rpc { source, .. } | Self::AgentOriginRefused { source, .. } => {
+                source.connect_code()
+            }
+            _ => None,
+        }
+    }
+
+    fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Rpc { source, .. } | Self::AgentOriginRefused { source, .. } => {
+                source.http_status()
+            }
+            _ => None,
+        }
     }
 }
 
@@ -189,6 +196,6 @@ mod tests {
             "{}",
             info.message
         );
-        assert_eq!(info.next_step, PICK_LISTED_MODEL);
+        assert_eq!(info.next_step, NextStep::PickModel);
     }
 }

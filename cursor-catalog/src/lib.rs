@@ -17,8 +17,8 @@
 //!   discovery fails (with a [`CatalogWarning`], never printed), and healing of pre-vision
 //!   snapshots.
 //! - **Agent host** ([`CatalogStore::agent_origin`]): `GetServerConfig.agent_url_config`, checked
-//!   against the transport's origin allowlist, cached in the snapshot, overridable through
-//!   [`AGENT_ORIGIN_ENV`].
+//!   against the transport's origin allowlist, cached in the snapshot, overridable by the
+//!   host's own setting.
 //!
 //! Every failure is a [`CatalogError`] with an [`ErrorKind`](cursor_proto::ir::ErrorKind) and a
 //! next step.
@@ -71,8 +71,7 @@ mod warning;
 pub mod testing;
 
 pub use agent_host::{
-    AGENT_ORIGIN_ENV, AgentOrigin, AgentOriginSource, agent_origin_from_server_config,
-    agent_origin_override_from_env, resolve_agent_origin,
+    AgentOrigin, AgentOriginSource, agent_origin_from_server_config, resolve_agent_origin,
 };
 pub use catalog::Catalog;
 pub use discovery::discover;

@@ -4,6 +4,7 @@
 //! clock. Persistence belongs to the host: it stores [`CatalogStore::snapshot`] after a refresh
 //! that [`RefreshReport::should_persist`], and hands the JSON back to [`CatalogStore::restore`].
 
+use cursor_proto::ir::Classify as _;
 use cursor_proto::{aiserver::v1::GetServerConfigRequest, ir::ErrorInfo};
 
 use crate::{
@@ -209,8 +210,8 @@ impl CatalogStore {
             && now_ms - fetched < self.ttl_ms
     }
 
-    /// The agent origin to use: `override_origin` (from [`crate::agent_origin_override_from_env`]
-    /// or the caller), else the discovered one, else [`cursor_transport::Origin::default_agent`].
+    /// The agent origin to use: `override_origin` (the host's setting, if it
+    /// has one), else the discovered one, else [`cursor_transport::Origin::default_agent`].
     /// A discovered or overriding origin off the allowlist is an error.
     pub fn agent_origin(&self, override_origin: Option<&str>) -> Result<AgentOrigin, CatalogError> {
         resolve_agent_origin(override_origin, self.snapshot.agent_origin.as_deref())

@@ -1,6 +1,7 @@
 //! T-CATALOG (discovery): the four RPCs over the transport against the fixture backend on
 //! loopback, their failures, and agent host discovery.
 
+use cursor_proto::ir::Classify as _;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -200,7 +201,8 @@ async fn any_one_failing_catalog_rpc_keeps_the_previous_catalog() {
         panic!("{report:?}")
     };
     assert_eq!(error.kind, ErrorKind::Auth);
-    assert_eq!(error.next_step, "run /login cursor");
+    assert_eq!(error.next_step, cursor_proto::ir::NextStep::Login);
+    assert!(error.is_unauthenticated(), "{error}");
 }
 
 #[tokio::test]

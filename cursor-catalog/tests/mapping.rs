@@ -1,6 +1,7 @@
 //! T-CATALOG (mapping): rosters to rows, family collapse, and the slug chosen for every
 //! (model, level) pair. No network.
 
+use cursor_proto::ir::Classify as _;
 use std::collections::{BTreeMap, HashSet};
 
 use cursor_catalog::{

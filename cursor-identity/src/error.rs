@@ -1,5 +1,6 @@
 //! The typed failures of identity resolution.
 
+use cursor_proto::ir::{Classify, ErrorKind, NextStep};
 use std::time::Duration;
 
 use crate::Platform;
@@ -67,22 +68,28 @@ pub enum IdentityError {
     },
 }
 
-impl IdentityError {
-    /// What the user can do about it, phrased for a host's error line.
-    pub fn next_step(&self) -> &'static str {
+impl Classify for IdentityError {
+    /// Every identity failure is this machine's: nothing reached the network.
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Local
+    }
+
+    fn next_step(&self) -> NextStep {
         match self {
-            Self::UnsupportedPlatform { .. } => {
-                "run on macOS, Linux, Windows or FreeBSD; this platform has no identity source"
-            }
-            Self::SourceMissing { .. } => {
-                "make sure the host has a machine id (on Linux: systemd-machine-id-setup or dbus-uuidgen)"
-            }
+            Self::UnsupportedPlatform { .. } => NextStep::fix_local(
+                "run on macOS, Linux, Windows or FreeBSD; this platform has no identity source",
+            ),
+            Self::SourceMissing { .. } => NextStep::fix_local(
+                "make sure the host has a machine id (on Linux: systemd-machine-id-setup or dbus-uuidgen)",
+            ),
             Self::Spawn { .. } | Self::CommandFailed { .. } | Self::Timeout { .. } => {
-                "check that the system identity tool runs for this user, then retry"
+                NextStep::fix_local(
+                    "check that the system identity tool runs for this user, then retry",
+                )
             }
-            Self::Unparseable { .. } | Self::CommandNotAllowed { .. } => {
-                "report this: the host identity tool printed an unexpected format"
-            }
+            Self::Unparseable { .. } | Self::CommandNotAllowed { .. } => NextStep::host_bug(
+                "report this: the host identity tool printed an unexpected format",
+            ),
         }
     }
 }

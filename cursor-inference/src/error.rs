@@ -2,11 +2,8 @@
 
 use std::time::Duration;
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 use cursor_transport::CursorError;
-
-/// Next step of every authentication failure.
-pub const LOGIN_NEXT_STEP: &str = "run /login cursor";
 
 /// Why the model stream refused a request, from `InferenceStreamError.error_type` or the
 /// token-limit flags beside it.
@@ -29,20 +26,17 @@ pub enum StreamRefusal {
 
 impl StreamRefusal {
     /// What the user should do about it.
-    pub const fn next_step(self) -> &'static str {
+    pub fn next_step(self) -> NextStep {
         match self {
-            Self::InputTokenLimit => {
-                "the conversation is longer than the model's context window: compact it or pick a model with a larger window"
+            Self::InputTokenLimit => NextStep::fix_input(
+                "the conversation is longer than the model's context window: compact it or pick a model with a larger window",
+            ),
+            Self::RateLimit | Self::Overloaded => NextStep::WaitAndRetry,
+            Self::Permission => NextStep::SwitchModel,
+            Self::ContentFilter => {
+                NextStep::fix_input("the provider's content filter refused this turn: rephrase it")
             }
-            Self::RateLimit => "Cursor is rate limiting this account: wait a minute and retry",
-            Self::Permission => {
-                "this account may not use this model on the inference channel: pick another model or unset CURSOR_PROVIDER_CHANNEL"
-            }
-            Self::Overloaded => {
-                "the model is overloaded right now: retry in a little while or pick another model"
-            }
-            Self::ContentFilter => "the provider's content filter refused this turn: rephrase it",
-            Self::Other => "the model stream failed; its message says why",
+            Self::Other => NextStep::ReadServerMessage,
         }
     }
 }
@@ -111,9 +105,10 @@ impl InferenceError {
             message: message.into(),
         }
     }
+}
 
-    /// The classification.
-    pub fn kind(&self) -> ErrorKind {
+impl Classify for InferenceError {
+    fn kind(&self) -> ErrorKind {
         match self {
             Self::Transport(error) => error.kind(),
             Self::StreamAuth { .. } => ErrorKind::Auth,
@@ -125,28 +120,42 @@ impl InferenceError {
         }
     }
 
-    /// What the user should do next.
-    pub fn next_step(&self) -> &'static str {
+    fn next_step(&self) -> NextStep {
         match self {
             Self::Transport(error) => error.next_step(),
-            Self::StreamAuth { .. } => LOGIN_NEXT_STEP,
+            Self::StreamAuth { .. } => NextStep::Login,
             Self::Stream { refusal, .. } => refusal.next_step(),
             Self::InvocationEnd { code, .. } => match invocation_code_kind(*code) {
-                ErrorKind::Auth => LOGIN_NEXT_STEP,
-                ErrorKind::Network => "retry the turn",
-                _ => "the server refused the model call; its message says why",
+                ErrorKind::Auth => NextStep::Login,
+                ErrorKind::Network => NextStep::Retry,
+                _ => NextStep::ReadServerMessage,
             },
-            Self::ProtocolDrift { .. } => {
-                "Cursor's inference protocol changed: upgrade the cursor crates, or unset CURSOR_PROVIDER_CHANNEL to use the agent channel"
+            Self::ProtocolDrift { .. } => NextStep::UpdateCrates,
+            Self::Timeout { .. } => NextStep::Retry,
+            Self::InvalidRequest { .. } => {
+                NextStep::fix_input("fix the request (model, conversation or tools)")
             }
-            Self::Timeout { .. } => "the server went silent: retry the turn",
-            Self::InvalidRequest { .. } => "fix the request (model, conversation or tools)",
         }
     }
 
-    /// The host-neutral form.
-    pub fn to_info(&self) -> ErrorInfo {
-        ErrorInfo::new(self.kind(), self.to_string(), self.next_step())
+    fn connect_code(&self) -> Option<&str> {
+        match self {
+            Self::Transport(error) => error.connect_code(),
+            _ => None,
+        }
+    }
+
+    fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Transport(error) => error.http_status(),
+            _ => None,
+        }
+    }
+}
+
+impl From<InferenceError> for ErrorInfo {
+    fn from(error: InferenceError) -> Self {
+        error.to_info()
     }
 }
 
@@ -170,16 +179,20 @@ mod tests {
             message: "m".into(),
         };
         assert_eq!(end(16).kind(), ErrorKind::Auth);
-        assert_eq!(end(16).next_step(), LOGIN_NEXT_STEP);
+        assert_eq!(end(16).next_step(), NextStep::Login);
         assert_eq!(end(14).kind(), ErrorKind::Network);
         assert_eq!(end(8).kind(), ErrorKind::RemoteRefusal);
     }
 
     #[test]
-    fn rate_limit_and_overload_give_different_next_steps() {
-        assert_ne!(
-            StreamRefusal::RateLimit.next_step(),
-            StreamRefusal::Overloaded.next_step()
+    fn refusals_map_to_typed_next_steps() {
+        assert_eq!(StreamRefusal::RateLimit.next_step(), NextStep::WaitAndRetry);
+        assert_eq!(StreamRefusal::Permission.next_step(), NextStep::SwitchModel);
+        assert!(
+            StreamRefusal::InputTokenLimit
+                .next_step()
+                .to_string()
+                .contains("context window")
         );
     }
 

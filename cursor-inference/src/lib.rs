@@ -78,5 +78,5 @@ mod tool_calls;
 pub mod testing;
 
 pub use config::{InferenceConfig, fresh_id};
-pub use error::{InferenceError, LOGIN_NEXT_STEP, StreamRefusal};
+pub use error::{InferenceError, StreamRefusal};
 pub use run::{FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceRun, RUN_READY_TIMEOUT};

@@ -10,7 +10,7 @@ use cursor_proto::aiserver::v1::{
     run_inference_client_message::Message as ClientArm,
     run_inference_server_message::Message as ServerArm,
 };
-use cursor_proto::ir::{Conversation, Event, StopReason, Usage};
+use cursor_proto::ir::{Classify as _, Conversation, Event, StopReason, Usage};
 use cursor_transport::CursorError;
 use prost::Message as _;
 

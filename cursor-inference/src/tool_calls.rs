@@ -112,7 +112,7 @@ fn finish(partial: Partial) -> Result<ToolCall, InferenceError> {
 
 #[cfg(test)]
 mod tests {
-    use cursor_proto::ir::ErrorKind;
+    use cursor_proto::ir::{Classify as _, ErrorKind};
     use serde_json::json;
 
     use super::*;

@@ -10,7 +10,8 @@ use cursor_proto::aiserver::v1::{
     InferenceMessageRole, InferenceStreamErrorType, inference_core_message::Content,
 };
 use cursor_proto::ir::{
-    AssistantContent, Conversation, ErrorKind, Event, Message, StopReason, ToolCall, ToolResult,
+    AssistantContent, Classify as _, Conversation, ErrorKind, Event, Message, NextStep, StopReason,
+    ToolCall, ToolResult,
 };
 use cursor_transport::testing::TestServer;
 use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
@@ -131,7 +132,8 @@ async fn a_401_is_an_auth_error_pointing_at_login() {
         panic!("the turn should fail: {events:?}");
     };
     assert_eq!(info.kind, ErrorKind::Auth);
-    assert!(info.next_step.contains("/login cursor"), "{info}");
+    assert_eq!(info.next_step, NextStep::Login, "{info}");
+    assert_eq!(info.http_status, Some(401), "{info}");
     assert_eq!(run.failure().map(|e| e.kind()), Some(ErrorKind::Auth));
 }
 

@@ -282,7 +282,7 @@ fn stream_error_types_are_classified() {
         assert_eq!(info.kind, kind, "{error_type:?}");
         match (refusal, run.failure()) {
             (None, Some(InferenceError::StreamAuth { .. })) => {
-                assert_eq!(info.next_step, "run /login cursor");
+                assert_eq!(info.next_step, cursor_proto::ir::NextStep::Login);
             }
             (Some(expected), Some(InferenceError::Stream { refusal, .. })) => {
                 assert_eq!(*refusal, expected);

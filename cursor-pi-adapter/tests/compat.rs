@@ -598,7 +598,7 @@ fn an_error_before_any_output_skips_start_and_carries_the_next_step() {
         vec![Event::Error(ErrorInfo::new(
             ErrorKind::Auth,
             "token expired",
-            "run /login cursor",
+            cursor_proto::ir::NextStep::Login,
         ))],
     );
     assert_eq!(types(&events), ["error"]);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use cursor_pi_adapter::provider::{
     AbortSignal, Channel, ChannelKind, Provider, Turn, abort_pair, pi_would_retry,
 };
-use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, StopReason};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, StopReason};
 use cursor_transport::CursorError;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
@@ -168,7 +168,7 @@ async fn an_inference_failure_is_the_turn_error_and_never_touches_the_agent_chan
     let inference = Scripted::inference(vec![Step::Emit(Event::Error(ErrorInfo::new(
         ErrorKind::RemoteRefusal,
         "permission_denied: not entitled to RunInference",
-        "unset CURSOR_PROVIDER_CHANNEL to use the agent channel",
+        NextStep::SwitchModel,
     )))]);
     let provider = Provider::select(
         ChannelKind::parse(Some("inference")),
@@ -187,7 +187,7 @@ async fn an_agent_failure_never_touches_the_inference_channel() {
     let agent = Scripted::new(vec![Step::Emit(Event::Error(ErrorInfo::new(
         ErrorKind::Network,
         "connection reset",
-        "retry",
+        NextStep::Retry,
     )))]);
     let inference = Scripted::inference(vec![Step::Emit(Event::Done {
         reason: StopReason::Stop,
@@ -293,7 +293,7 @@ async fn every_error_kind_reaches_pi_with_its_next_step_and_only_network_is_retr
     let auth = error_text_for(ErrorInfo::new(
         ErrorKind::Auth,
         "server error unauthenticated: token expired (HTTP 401)",
-        "sign in",
+        NextStep::Login,
     ))
     .await;
     assert!(auth.starts_with("auth error: "), "{auth}");
@@ -306,7 +306,7 @@ async fn every_error_kind_reaches_pi_with_its_next_step_and_only_network_is_retr
     .await;
     assert!(network.starts_with("network error: "), "{network}");
     assert!(
-        network.contains("(next step: check the network connection and retry)"),
+        network.contains("(next step: retry the message; if it keeps failing, check the network)"),
         "{network}"
     );
     assert!(pi_would_retry(&network), "{network}");
@@ -316,7 +316,7 @@ async fn every_error_kind_reaches_pi_with_its_next_step_and_only_network_is_retr
             .await;
     assert!(drift.starts_with("protocol_drift error: "), "{drift}");
     assert!(
-        drift.contains("next step: upgrade the cursor crates"),
+        drift.contains("next step: update the cursor crates"),
         "{drift}"
     );
     assert!(!pi_would_retry(&drift), "{drift}");
@@ -324,7 +324,7 @@ async fn every_error_kind_reaches_pi_with_its_next_step_and_only_network_is_retr
     let refusal = error_text_for(ErrorInfo::new(
         ErrorKind::RemoteRefusal,
         "server error resource_exhausted: usage limit reached (HTTP 429)",
-        "wait for the usage quota to reset",
+        NextStep::WaitForQuota,
     ))
     .await;
     assert!(refusal.starts_with("remote_refusal error: "), "{refusal}");
@@ -370,8 +370,10 @@ async fn malformed_pi_input_fails_before_start_with_a_local_error() {
 
 #[test]
 fn a_failure_outside_the_stream_becomes_one_error_event_quoting_the_model() {
-    let event =
-        Provider::failure_event(MODEL, ErrorInfo::new(ErrorKind::Local, "boom", "report it"));
+    let event = Provider::failure_event(
+        MODEL,
+        ErrorInfo::new(ErrorKind::Local, "boom", NextStep::host_bug("report it")),
+    );
     assert_eq!(event["type"], "error");
     assert_eq!(event["reason"], "error");
     assert_eq!(event["error"]["model"], "composer-2.5");

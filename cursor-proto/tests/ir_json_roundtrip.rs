@@ -1,8 +1,9 @@
 //! Property tests: every IR value survives a JSON round trip unchanged.
 
 use cursor_proto::ir::{
-    AssistantContent, Conversation, ErrorInfo, ErrorKind, Event, Image, Message, StopReason, Tool,
-    ToolCall, ToolResult, ToolResultContent, Usage, UserContent,
+    AssistantContent, Conversation, ErrorInfo, ErrorKind, Event, Image, Message, NextStep,
+    StopReason, Tool, ToolCall, ToolResult, ToolResultContent, Usage, UserContent, Warning,
+    WarningCode,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -118,9 +119,30 @@ fn event() -> impl Strategy<Value = Event> {
         }),
         Just(Event::Reset),
         reason.prop_map(|reason| Event::Done { reason }),
-        (kind, "\\PC{0,20}", "\\PC{0,20}")
-            .prop_map(|(k, m, n)| Event::Error(ErrorInfo::new(k, m, n))),
+        (
+            kind,
+            "\\PC{0,20}",
+            next_step(),
+            proptest::option::of(100u16..600)
+        )
+            .prop_map(|(k, m, n, status)| Event::Error(
+                ErrorInfo::new(k, m, n).with_wire(status.map(|_| "unavailable"), status)
+            )),
+        ("\\PC{0,20}", proptest::option::of(next_step()))
+            .prop_map(|(m, n)| Event::Warning(Warning::new(WarningCode::HandleNotSaved, m, n))),
         Just(Event::Aborted),
+    ]
+}
+
+fn next_step() -> impl Strategy<Value = NextStep> {
+    prop_oneof![
+        Just(NextStep::Login),
+        Just(NextStep::Retry),
+        Just(NextStep::UpdateCrates),
+        Just(NextStep::PickModel),
+        "\\PC{0,20}".prop_map(|tool| NextStep::UseTool { tool }),
+        "\\PC{0,20}".prop_map(NextStep::fix_input),
+        "\\PC{0,20}".prop_map(NextStep::host_bug),
     ]
 }
 

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use cursor_auth::{Clock, HttpClient, HttpError};
+use cursor_proto::ir::Classify as _;
 
 use crate::Client;
 

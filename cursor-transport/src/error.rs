@@ -1,11 +1,8 @@
 //! `CursorError`: every failure of this crate, classified for the host.
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 
 use crate::envelope::{Code, ConnectError, EnvelopeError};
-
-/// Next step shown for every authentication failure.
-pub const LOGIN_NEXT_STEP: &str = "run /login cursor";
 
 /// Why the backend refused a call it understood, where the message lets us tell.
 #[non_exhaustive]
@@ -25,19 +22,13 @@ pub enum Refusal {
 
 impl Refusal {
     /// What the user should do about this refusal.
-    pub const fn next_step(self) -> &'static str {
+    pub const fn next_step(self) -> NextStep {
         match self {
-            Self::Quota => {
-                "wait for the usage quota to reset, or raise the plan's limits at cursor.com/dashboard"
-            }
-            Self::ClientVersionFloor => {
-                "raise the client version (CURSOR_CLI_VERSION / x-cursor-client-version) to a current Cursor CLI release"
-            }
-            Self::Capacity => "Cursor is rate limiting or at capacity: wait a minute and retry",
-            Self::Entitlement => {
-                "this account is not entitled to this channel or model: switch CURSOR_PROVIDER_CHANNEL or the model"
-            }
-            Self::Other => "the server refused the request; its message says why",
+            Self::Quota => NextStep::WaitForQuota,
+            Self::ClientVersionFloor => NextStep::UpdateClientVersion,
+            Self::Capacity => NextStep::WaitAndRetry,
+            Self::Entitlement => NextStep::SwitchModel,
+            Self::Other => NextStep::ReadServerMessage,
         }
     }
 
@@ -180,30 +171,10 @@ impl CursorError {
         }
     }
 
-    /// The classification.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            Self::Connect { error, http_status } => classify(error, *http_status).0,
-            Self::Network { .. } => ErrorKind::Network,
-            Self::ProtocolDrift { .. } | Self::Envelope(_) => ErrorKind::ProtocolDrift,
-            Self::OriginRefused { .. } | Self::InvalidRequest { .. } | Self::Canceled => {
-                ErrorKind::Local
-            }
-        }
-    }
-
     /// The Connect code, when the server sent or implied one.
     pub fn code(&self) -> Option<Code> {
         match self {
             Self::Connect { error, .. } => Some(error.code),
-            _ => None,
-        }
-    }
-
-    /// The HTTP status of a non-200 response.
-    pub fn http_status(&self) -> Option<u16> {
-        match self {
-            Self::Connect { http_status, .. } => *http_status,
             _ => None,
         }
     }
@@ -228,31 +199,47 @@ impl CursorError {
     pub fn message(&self) -> String {
         self.to_string()
     }
+}
 
-    /// What the user should do next.
-    pub fn next_step(&self) -> &'static str {
+impl Classify for CursorError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Connect { error, http_status } => classify(error, *http_status).0,
+            Self::Network { .. } => ErrorKind::Network,
+            Self::ProtocolDrift { .. } | Self::Envelope(_) => ErrorKind::ProtocolDrift,
+            Self::OriginRefused { .. } | Self::InvalidRequest { .. } | Self::Canceled => {
+                ErrorKind::Local
+            }
+        }
+    }
+
+    fn next_step(&self) -> NextStep {
         if let Some(refusal) = self.refusal() {
             return refusal.next_step();
         }
         match self.kind() {
-            ErrorKind::Auth => LOGIN_NEXT_STEP,
-            ErrorKind::Network => "check the network connection and retry",
-            ErrorKind::ProtocolDrift => {
-                "upgrade the cursor crates: Cursor's backend answered in a shape this version does not understand"
-            }
+            ErrorKind::Auth => NextStep::Login,
+            ErrorKind::Network => NextStep::Retry,
+            ErrorKind::ProtocolDrift => NextStep::UpdateCrates,
             _ => match self {
-                Self::OriginRefused { .. } => {
-                    "use an allowlisted origin (https://api2.cursor.sh, an agent host under api5.cursor.sh such as https://agentn.api5.cursor.sh, or loopback http for tests)"
-                }
-                Self::Canceled => "nothing: the call was canceled on purpose",
-                _ => "fix the configuration or input named in the message",
+                Self::OriginRefused { .. } => NextStep::fix_config(
+                    "use an allowlisted origin (https://api2.cursor.sh, an agent host under api5.cursor.sh such as https://agentn.api5.cursor.sh, or loopback http for tests)",
+                ),
+                Self::Canceled => NextStep::host_bug("nothing: the call was canceled on purpose"),
+                _ => NextStep::fix_input("fix the configuration or input named in the message"),
             },
         }
     }
 
-    /// The host-facing classified form.
-    pub fn to_info(&self) -> ErrorInfo {
-        ErrorInfo::new(self.kind(), self.message(), self.next_step())
+    fn connect_code(&self) -> Option<&str> {
+        self.code().map(Code::as_str)
+    }
+
+    fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Connect { http_status, .. } => *http_status,
+            _ => None,
+        }
     }
 }
 
@@ -332,7 +319,7 @@ mod tests {
             remote(Code::Unknown, "", Some(403)),
         ] {
             assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
-            assert_eq!(err.next_step(), LOGIN_NEXT_STEP);
+            assert_eq!(err.next_step(), NextStep::Login);
         }
     }
 
@@ -437,6 +424,8 @@ mod tests {
             info.message
         );
         assert!(info.message.contains("HTTP 401"), "{}", info.message);
-        assert_eq!(info.next_step, LOGIN_NEXT_STEP);
+        assert_eq!(info.next_step, NextStep::Login);
+        assert_eq!(info.http_status, Some(401));
+        assert_eq!(info.code.as_deref(), Some("unauthenticated"));
     }
 }

@@ -11,8 +11,8 @@
 //! - [`headers`]: the CLI identity (AgentService/Run, catalog) and the IDE identity
 //!   (RunInference, with `x-cursor-checksum`); the only code that reads an [`AccessToken`].
 //! - [`origin`]: the allowlist; an [`Origin`] off the list cannot be built.
-//! - [`CursorError`]: every failure, with [`CursorError::kind`] (auth, network, protocol
-//!   drift, remote refusal, local) and a [`CursorError::next_step`] for the user.
+//! - [`CursorError`]: every failure, with its [`kind`](cursor_proto::ir::Classify::kind) (auth, network, protocol
+//!   drift, remote refusal, local) and a typed [`next_step`](cursor_proto::ir::Classify::next_step) for the user.
 //! - `testing` (feature): a scriptable loopback Connect server for the crates above.
 //!
 //! ## Example
@@ -23,6 +23,7 @@
 //! # #[cfg(feature = "testing")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use cursor_proto::ir::Classify as _;
 //! use cursor_transport::{
 //!     AccessToken, CallKind, CliIdentity, Client, RequestHeaders, RequestId,
 //!     envelope::{Code, ConnectError},
@@ -67,7 +68,10 @@
 //! connection. The envelope codec, headers, origins and errors need no runtime.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "client")]
 mod auth;
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod envelope;
 pub mod error;
@@ -79,7 +83,9 @@ pub mod origin;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
+#[cfg(feature = "client")]
 pub use auth::TokioClock;
+#[cfg(feature = "client")]
 pub use client::{BidiCall, Client, ClientConfig};
 pub use error::{CursorError, Refusal};
 pub use headers::{AccessToken, CallKind, CliIdentity, IdeIdentity, RequestHeaders, RequestId};

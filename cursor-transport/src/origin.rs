@@ -185,6 +185,7 @@ impl Origin {
     }
 
     /// The host name without IPv6 brackets, for DNS and TLS server names.
+    #[cfg(feature = "client")]
     pub(crate) fn dial_host(&self) -> &str {
         self.host.trim_start_matches('[').trim_end_matches(']')
     }
@@ -262,6 +263,7 @@ fn is_region_label(label: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cursor_proto::ir::Classify as _;
 
     #[test]
     fn cursor_hosts_are_allowed() {

@@ -1,6 +1,7 @@
 //! T-AUTH over a real peer: cursor-auth's login, refresh and 401 replay driven by this crate's
 //! client against the loopback testing server (the transport implements `HttpClient`).
 
+use cursor_proto::ir::Classify as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -155,11 +156,7 @@ async fn a_refresh_answered_with_should_logout_asks_for_a_new_login() {
     .await
     .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Auth);
-    assert!(
-        error.next_step().contains("/login cursor"),
-        "{}",
-        error.next_step()
-    );
+    assert_eq!(error.next_step(), cursor_proto::ir::NextStep::Login);
 }
 
 /// An API that accepts only `accepted` as bearer token and a token endpoint that issues `issued`.
@@ -227,11 +224,7 @@ async fn a_second_401_after_the_refresh_is_an_auth_error_pointing_at_login() {
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Auth);
-    assert!(
-        error.next_step().contains("/login cursor"),
-        "{}",
-        error.next_step()
-    );
+    assert_eq!(error.next_step(), cursor_proto::ir::NextStep::Login);
     assert_eq!(
         log.lock().unwrap().len(),
         3,

@@ -1,5 +1,6 @@
 //! T-TRANS: bidi calls against the scripted loopback server.
 
+use cursor_proto::ir::Classify as _;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -176,7 +177,7 @@ async fn status_401_on_open_is_an_auth_error_and_never_parsed_as_frames() {
     assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
     assert_eq!(err.http_status(), Some(401));
     assert_eq!(err.code(), Some(Code::Unauthenticated));
-    assert_eq!(err.next_step(), "run /login cursor");
+    assert_eq!(err.next_step(), cursor_proto::ir::NextStep::Login);
 }
 
 #[tokio::test]

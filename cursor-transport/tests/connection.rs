@@ -1,5 +1,6 @@
 //! T-TRANS: connection sharing, GOAWAY, keepalive, dialing failures.
 
+use cursor_proto::ir::Classify as _;
 use std::time::Duration;
 
 use cursor_proto::ir::ErrorKind;

@@ -1,5 +1,6 @@
 //! T-TRANS: unary Connect calls and plain HTTP requests.
 
+use cursor_proto::ir::Classify as _;
 use std::time::Duration;
 
 use bytes::Bytes;

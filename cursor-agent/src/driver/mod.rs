@@ -12,7 +12,7 @@
 //!   [`StopReason::ToolUse`](cursor_proto::ir::StopReason::ToolUse) (written on the same
 //!   stream, which stays open meanwhile), tool-set updates, and cancel.
 //!
-//! The task writes every frame [`AgentRun::poll_transmit_bytes`] yields, forwards every event,
+//! The task writes every frame [`AgentRun::poll_transmit`] yields, forwards every event,
 //! sleeps until [`AgentRun::poll_timeout`] (so heartbeats keep flowing while the host runs its
 //! tools), and once the run is finished half-closes the stream (or resets it after a failure or
 //! cancel). Dropping the task resets the stream (`RST_STREAM CANCEL`); dropping the event
@@ -32,7 +32,7 @@
 //!
 //! let replica = Replica::start().await?;
 //! let conversation = Conversation::new("").with_message(Message::user_text("ping"));
-//! let config = RunConfig::new("composer-2.5", "file:///work");
+//! let config = RunConfig::new("composer-2.5", "file:///work", cursor_agent::IdSeed::fixed([1; 16]));
 //! let (_handle, mut events, task) =
 //!     driver::open(Client::new()?, replica.origin(), RequestHeaders::new(), config, &conversation)?;
 //! let task = tokio::spawn(task);

@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use cursor_proto::ir::Classify as _;
 use cursor_proto::ir::{Event, StopReason};
 use cursor_transport::client::AGENT_RUN_PATH;
 use cursor_transport::envelope::Code;
@@ -180,7 +181,7 @@ impl Loop {
 
     /// Writes every queued frame; a failed write ends the run with the transport's error.
     async fn write(&mut self, call: &mut BidiCall) -> bool {
-        while let Some(frame) = self.run.poll_transmit_bytes() {
+        while let Some(frame) = self.run.poll_transmit() {
             if let Err(error) = call.send(&frame).await {
                 self.run.handle_end_of_stream(outcome_of(&error), now());
                 self.forward();

@@ -7,15 +7,13 @@
 //! the root prompt, no history replay, `mcp_tools` omitted while the tool set is unchanged);
 //! otherwise a rebuild (new id, empty turns, full root prompt). A stale resume discovered
 //! mid-run is rebuilt once, with a `Reset`; a miss during a rebuild fails closed.
-//! [`HandleStore`] keeps handles on disk; [`ResumeEnv`] reads the environment once.
+//! [`HandleStore`] keeps handles on disk.
 
-mod env;
 mod fingerprint;
 mod handle;
 mod plan;
 mod store;
 
-pub use env::ResumeEnv;
 pub use fingerprint::{Fingerprint, ToolsetKey};
 pub use handle::{HANDLE_FORMAT_VERSION, Handle};
 pub(crate) use plan::ResumeSeed;

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::fingerprint::{Fingerprint, ToolsetKey};
 use super::handle::Handle;
 use crate::root_prompt::history_of;
-use crate::{AgentError, AgentRun, BlobStore, RunConfig};
+use crate::{AgentError, AgentRun, BlobStore, IdSeed, RunConfig};
 
 /// How a Run continues the conversation; debug records carry it as [`RunLabel::as_str`].
 #[non_exhaustive]
@@ -66,7 +66,7 @@ impl ResumeSeed {
         ResumeOverlay {
             appended_root_prompt_ids: rules_ids,
             workspace_uris: &config.workspace_uris,
-            client_name: &config.host_name,
+            client_name: &config.profile.host_name,
         }
         .apply(&self.checkpoint)
         .map_err(|e| AgentError::Config(format!("checkpoint is unusable: {e}")))
@@ -161,7 +161,7 @@ impl Plan {
 /// use cursor_proto::ir::{Conversation, Message};
 ///
 /// let conversation = Conversation::new("").with_message(Message::user_text("hi"));
-/// let mut session = Session::new(RunConfig::new("composer-2.5", "file:///work"));
+/// let mut session = Session::new(RunConfig::new("composer-2.5", "file:///work", cursor_agent::IdSeed::fixed([1; 16])));
 /// // No handle stored yet: the first turn is a rebuild with the full transcript.
 /// let plan = session.plan(None, &conversation);
 /// assert_eq!(plan.label(), RunLabel::Rebuild);
@@ -186,7 +186,7 @@ impl Session {
         }
     }
 
-    /// Always re-send `mcp_tools` on resume (`CURSOR_PROVIDER_RESEND_MCP_ON_RESUME=1`).
+    /// Always re-send `mcp_tools` on resume, even when the tool set is unchanged.
     #[must_use]
     pub fn with_resend_mcp_on_resume(mut self, resend: bool) -> Self {
         self.resend_mcp_on_resume = resend;
@@ -257,11 +257,13 @@ impl Session {
         let stale = stale.map(|(reason, previous)| {
             // A fresh id must differ from the stale one even under a fixed test seed.
             let mut hasher = Sha256::new();
-            hasher.update(config.id_seed);
+            hasher.update(config.id_seed.bytes());
             hasher.update(b"rebuild");
             hasher.update(previous.as_bytes());
             let digest = hasher.finalize();
-            config.id_seed.copy_from_slice(&digest[..16]);
+            let mut seed = [0; 16];
+            seed.copy_from_slice(&digest[..16]);
+            config.id_seed = IdSeed::fixed(seed);
             reason
         });
         self.current = Some(RunLabel::Rebuild);

@@ -22,6 +22,9 @@ impl Turn {
 #[derive(Clone, Debug, Default)]
 pub(super) struct StoredConversation {
     pub(super) turns: Vec<Turn>,
+    /// The MCP provider the host registered its tools under (kept across resumes, which may
+    /// omit `mcp_tools`, as the backend keeps the registration).
+    pub(super) provider: String,
 }
 
 impl StoredConversation {
@@ -51,6 +54,7 @@ mod tests {
                 user: "ping".into(),
                 assistant: "pong".into(),
             }],
+            provider: "acme".into(),
         };
         let received = ConversationStateStructure {
             root_prompt_messages_json: vec![vec![1; 32]],

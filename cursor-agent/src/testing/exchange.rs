@@ -65,6 +65,7 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
         call: &mut call,
         record: RunRecord::default(),
         next_id: 1,
+        provider: String::new(),
     };
     let end = match exchange.run(script).await {
         Ok(end) => {
@@ -104,6 +105,8 @@ struct Exchange<'a> {
     record: RunRecord,
     /// Ids of KV and exec requests, unique within the stream.
     next_id: u32,
+    /// The MCP provider identifier of the host's tools.
+    provider: String,
 }
 
 impl Exchange<'_> {
@@ -143,6 +146,13 @@ impl Exchange<'_> {
             // A journal this backend never wrote, or an outdated one: the conversation is gone.
             _ => return Err(not_found()),
         };
+        self.provider = request
+            .mcp_tools
+            .as_ref()
+            .and_then(|tools| tools.mcp_tools.first())
+            .map(|tool| tool.provider_identifier.clone())
+            .or_else(|| resumed.as_ref().map(|stored| stored.provider.clone()))
+            .unwrap_or_default();
         let label = match resumed {
             Some(_) => RunLabel::Resume,
             None => RunLabel::Rebuild,
@@ -173,6 +183,7 @@ impl Exchange<'_> {
         self.record.answer = answer.clone();
 
         let mut conversation = resumed.unwrap_or_else(StoredConversation::default);
+        conversation.provider = self.provider.clone();
         conversation.turns.push(Turn {
             user: user_text,
             assistant: answer.clone(),
@@ -409,7 +420,7 @@ impl Exchange<'_> {
                 name: name.to_owned(),
                 args,
                 tool_call_id: format!("call-{id}"),
-                provider_identifier: "pi".into(),
+                provider_identifier: self.provider.clone(),
                 tool_name: name.to_owned(),
             })),
             ..Default::default()

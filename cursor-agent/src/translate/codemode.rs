@@ -1,5 +1,5 @@
 //! Code-mode hosts: when plain shell/read/write tools are hidden behind one tool that runs a
-//! `{code}` script (pi's `codemode`), a translation becomes a synthesized script that picks its
+//! `{code}` script (a code-mode host's single tool), a translation becomes a synthesized script that picks its
 //! executor at run time from the script's own `ALL_TOOLS` (PROTOCOL-AGENT §5.1).
 
 use cursor_proto::ir::Tool;
@@ -58,7 +58,7 @@ pub(crate) fn script(op: &Op, codemode_name: &str) -> String {
     let phrase = op.capability().phrase();
     let skip = Value::from(codemode_name);
     format!(
-        "// pi: translated from a Cursor native tool request\n\
+        "// translated from a Cursor native tool request\n\
 const plan = {plan};\n\
 const words = (s) => String(s ?? \"\").replace(/([a-z0-9])([A-Z])/g, \"$1 $2\").toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);\n\
 let pick = null;\n\

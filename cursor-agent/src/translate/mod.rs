@@ -107,9 +107,9 @@ impl Translation {
     }
 
     /// The replies for a call the host returned nothing for.
-    pub(crate) fn encode_missing(&self, workspace_root: &str) -> Vec<Reply> {
+    pub(crate) fn encode_missing(&self, workspace_root: &str, host: &str) -> Vec<Reply> {
         let output = encode::Output {
-            text: "pi returned no result for this tool call.".into(),
+            text: format!("{host} returned no result for this tool call."),
             is_error: true,
         };
         encode::encode(&self.native, &output, Duration::ZERO, workspace_root)

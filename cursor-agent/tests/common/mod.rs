@@ -10,6 +10,7 @@ use cursor_proto::agent::v1::{
     interaction_update::Message as Update,
 };
 use cursor_proto::ir::{Conversation, Event, Message, Tool};
+use prost::Message as _;
 use serde_json::json;
 
 /// The host's tools in most tests: a command tool and a reader.
@@ -53,7 +54,12 @@ pub fn conversation() -> Conversation {
 }
 
 pub fn config() -> RunConfig {
-    RunConfig::new("composer-2.5", "file:///work").with_id_seed([7; 16])
+    RunConfig::new(
+        "composer-2.5",
+        "file:///work",
+        cursor_agent::IdSeed::fixed([7; 16]),
+    )
+    .with_profile(cursor_agent::HostProfile::new("pi"))
 }
 
 /// A run plus a simulated clock and everything it wrote and reported.
@@ -99,15 +105,18 @@ impl Harness {
 
     pub fn run_request(config: RunConfig, conversation: Conversation) -> w::AgentRunRequest {
         let mut run = AgentRun::new(config, &conversation, Instant::now()).expect("run opens");
-        match run.poll_transmit().and_then(|m| m.message) {
+        match run
+            .poll_transmit()
+            .and_then(|bytes| decode_client(&bytes).message)
+        {
             Some(Client::RunRequest(request)) => request,
             other => panic!("first frame is not the run request: {other:?}"),
         }
     }
 
     pub fn drain(&mut self) {
-        while let Some(frame) = self.run.poll_transmit() {
-            self.sent.push(frame);
+        while let Some(bytes) = self.run.poll_transmit() {
+            self.sent.push(decode_client(&bytes));
         }
         while let Some(event) = self.run.poll_event() {
             self.events.push(event);
@@ -248,4 +257,9 @@ pub fn last_error(events: &[Event]) -> Option<&cursor_proto::ir::ErrorInfo> {
         Some(Event::Error(info)) => Some(info),
         _ => None,
     }
+}
+
+/// A frame the run wrote, decoded.
+pub fn decode_client(bytes: &[u8]) -> AgentClientMessage {
+    AgentClientMessage::decode(bytes).expect("the run writes decodable frames")
 }

@@ -1,6 +1,6 @@
 //! Why a pi shape could not be mapped, classified for the host.
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 
 use super::TESTED_PI_VERSIONS;
 
@@ -69,9 +69,9 @@ impl From<CompatError> for ErrorInfo {
         Self::new(
             ErrorKind::Local,
             error.to_string(),
-            format!(
+            NextStep::fix_config(format!(
                 "use a pi version this adapter was tested with ({TESTED_PI_VERSIONS}) or upgrade cursor-pi-adapter"
-            ),
+            )),
         )
     }
 }
@@ -95,7 +95,7 @@ mod tests {
             info.message
         );
         assert!(
-            info.next_step.contains(TESTED_PI_VERSIONS),
+            info.next_step.to_string().contains(TESTED_PI_VERSIONS),
             "{}",
             info.next_step
         );

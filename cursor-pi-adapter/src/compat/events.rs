@@ -1,6 +1,8 @@
 //! Conversation-model events → pi `AssistantMessageEvent` objects.
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, StopReason, ToolCall, Usage};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, StopReason, ToolCall, Usage};
+
+use crate::provider::for_pi;
 use serde_json::{Value, json};
 
 use super::ModelInfo;
@@ -65,7 +67,9 @@ impl EventMapper {
             return out;
         }
         match event {
-            Event::Error(info) => self.fail(PiStopReason::Error, info.to_string(), &mut out),
+            Event::Error(info) => {
+                self.fail(PiStopReason::Error, for_pi(&info).to_string(), &mut out)
+            }
             Event::Aborted => self.fail(
                 PiStopReason::Aborted,
                 "Request was aborted".into(),
@@ -120,9 +124,9 @@ impl EventMapper {
             let info = ErrorInfo::new(
                 ErrorKind::Network,
                 "the model stream ended before the turn finished",
-                "retry the request",
+                NextStep::Retry,
             );
-            self.fail(PiStopReason::Error, info.to_string(), &mut out);
+            self.fail(PiStopReason::Error, for_pi(&info).to_string(), &mut out);
         }
         out
     }

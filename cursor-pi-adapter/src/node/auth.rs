@@ -3,7 +3,7 @@
 use std::panic::catch_unwind;
 use std::sync::Arc;
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 use napi::bindgen_prelude::spawn;
 use napi_derive::napi;
 use serde_json::Value;
@@ -83,7 +83,7 @@ fn parse_entry(entry: &str) -> Result<Value, ErrorInfo> {
         ErrorInfo::new(
             ErrorKind::Local,
             format!("the credentials did not serialize as JSON: {error}"),
-            "run /login cursor",
+            NextStep::Login,
         )
     })
 }

@@ -3,7 +3,7 @@
 use std::panic::catch_unwind;
 
 use cursor_catalog::TransportCatalogRpc;
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 use cursor_transport::{AccessToken, CliIdentity};
 use napi::bindgen_prelude::spawn;
 use napi_derive::napi;
@@ -77,7 +77,7 @@ pub fn refresh_catalog(
                     return Err(ErrorInfo::new(
                         ErrorKind::Local,
                         format!("the stored catalog snapshot is not JSON: {error}"),
-                        "run the refresh again with force, which replaces it",
+                        NextStep::fix_local("run the refresh again with force, which replaces it"),
                     ));
                 }
             };

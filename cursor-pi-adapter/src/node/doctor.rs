@@ -22,7 +22,7 @@ pub fn doctor(
     let (handle, _signal) = abort_pair();
     spawn(async move {
         let work = async {
-            let handle_dir = cursor_agent::ResumeEnv::from_env().handle_dir;
+            let handle_dir = crate::provider::PiEnv::from_env().handle_dir;
             let input = DoctorInput {
                 credentials_json: credentials_json.as_deref(),
                 persisted_catalog: persisted_catalog.as_deref(),

@@ -20,7 +20,7 @@ pub(crate) fn client() -> Result<Client, ErrorInfo> {
     if let Some(client) = slot.as_ref() {
         return Ok(client.clone());
     }
-    let client = Client::new().map_err(|error| error.to_info())?;
+    let client = Client::new().map_err(ErrorInfo::from)?;
     *slot = Some(client.clone());
     Ok(client)
 }

@@ -5,7 +5,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 use futures::FutureExt;
 use napi::Status;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -64,13 +64,15 @@ pub(crate) fn panic_info(payload: Box<dyn Any + Send>) -> ErrorInfo {
     ErrorInfo::new(
         ErrorKind::Local,
         format!("the cursor provider failed internally (panic: {detail})"),
-        "report this as a cursor-pi-adapter bug, with the pi version and the command that failed",
+        NextStep::host_bug(
+            "report this as a cursor-pi-adapter bug, with the pi version and the command that failed",
+        ),
     )
 }
 
 /// The `onDone` payload of a call that returns a JSON value or a failure (worded for pi).
 pub(crate) fn outcome_json(outcome: Result<Value, ErrorInfo>) -> String {
-    match outcome.map_err(for_pi) {
+    match outcome.map_err(|info| for_pi(&info)) {
         Ok(value) => json!({ "ok": value }),
         Err(info) => json!({
             "error": info.to_string(),
@@ -94,7 +96,7 @@ pub(crate) async fn abortable<T>(
         () = signal.aborted() => Err(ErrorInfo::new(
             ErrorKind::Local,
             format!("{what} was cancelled"),
-            "nothing: it was cancelled on purpose; start it again when needed",
+            NextStep::fix_input("nothing: it was cancelled on purpose; start it again when needed"),
         )),
         result = work => result,
     }
@@ -102,7 +104,7 @@ pub(crate) async fn abortable<T>(
 
 /// An error JS sees as a thrown `Error` with the classified text (worded for pi).
 pub(crate) fn js_error(info: &ErrorInfo) -> napi::Error {
-    napi::Error::from_reason(for_pi(info.clone()).to_string())
+    napi::Error::from_reason(for_pi(info).to_string())
 }
 
 #[cfg(test)]
@@ -127,9 +129,9 @@ mod tests {
     fn outcomes_are_ok_or_a_classified_error_object() {
         let ok: Value = serde_json::from_str(&outcome_json(Ok(json!({"access": "a"})))).unwrap();
         assert_eq!(ok, json!({"ok": {"access": "a"}}));
-        let info = ErrorInfo::new(ErrorKind::Auth, "expired", "run /login cursor");
+        let info = ErrorInfo::new(ErrorKind::Auth, "expired", NextStep::Login);
         let error: Value = serde_json::from_str(&outcome_json(Err(info.clone()))).unwrap();
-        assert_eq!(error["error"], info.to_string());
+        assert_eq!(error["error"], for_pi(&info).to_string());
         assert_eq!(error["kind"], "auth");
         assert_eq!(error["nextStep"], "run /login cursor");
     }

@@ -24,10 +24,8 @@ use cursor_agent::driver::{self, RunEvents, RunHandle};
 use cursor_agent::{
     AgentError, AgentEvent, Handle, HandleStore, Loaded, Plan, RunConfig, RunLabel, Session,
 };
-use cursor_catalog::{
-    Catalog, CatalogStore, MaxMode, ThinkingLevel, agent_origin_override_from_env,
-};
-use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, Message, StopReason, ToolResult};
+use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason, ToolResult};
 use cursor_transport::{
     AccessToken, CallKind, CliIdentity, Client, Origin, RequestHeaders, RequestId,
 };
@@ -36,7 +34,7 @@ use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 
 use super::{
-    Channel, ChannelKind, CursorOAuth, LOGIN_NEXT_STEP, Turn, api_origin_from_env, auth_config,
+    Channel, ChannelKind, CursorOAuth, PiEnv, Turn, api_origin_from_env, auth_config, pi_profile,
 };
 
 /// Runs a driver task to completion on the host's runtime (napi's in the Node binding, tokio's
@@ -197,7 +195,7 @@ impl AgentChannel {
         spawn: Spawner,
     ) -> Result<Self, ErrorInfo> {
         let origin = store
-            .agent_origin(agent_origin_override_from_env().as_deref())
+            .agent_origin(PiEnv::from_env().agent_origin.as_deref())
             .map_err(ErrorInfo::from)?
             .origin;
         let oauth = CursorOAuth::with_config(
@@ -214,7 +212,7 @@ impl AgentChannel {
             spawn,
         )
         .with_token_refresh(oauth);
-        Ok(match cursor_agent::ResumeEnv::from_env().handle_dir {
+        Ok(match PiEnv::from_env().handle_dir {
             Some(dir) => channel.with_handle_store(HandleStore::new(dir)),
             None => channel,
         })
@@ -249,7 +247,8 @@ impl AgentChannel {
             .slug_for(&turn.model.id, level)
             .map_err(ErrorInfo::from)?
             .to_owned();
-        let mut config = RunConfig::new(slug, self.workspace_uri.clone()).with_id_seed(id_seed()?);
+        let mut config =
+            RunConfig::new(slug, self.workspace_uri.clone(), id_seed()?).with_profile(pi_profile());
         config.max_mode = self
             .catalog
             .row(&turn.model.id)
@@ -453,7 +452,7 @@ async fn replay_with_fresh_token(
                     "Cursor refused the access token ({}) and refreshing it failed: {}",
                     refused.message, failure.message
                 ),
-                LOGIN_NEXT_STEP,
+                NextStep::Login,
             )
         })?;
     let mut turn = replay.turn;
@@ -495,16 +494,8 @@ fn answers(pending: &[String], results: &[ToolResult]) -> bool {
             .all(|id| results.iter().any(|result| &result.tool_call_id == id))
 }
 
-fn id_seed() -> Result<[u8; 16], ErrorInfo> {
-    let mut seed = [0; 16];
-    getrandom::fill(&mut seed).map_err(|error| {
-        ErrorInfo::new(
-            ErrorKind::Local,
-            format!("the system random source failed: {error}"),
-            "check the operating system's entropy source, then retry",
-        )
-    })?;
-    Ok(seed)
+fn id_seed() -> Result<cursor_agent::IdSeed, ErrorInfo> {
+    cursor_agent::IdSeed::random().map_err(ErrorInfo::from)
 }
 
 /// The current directory as a `file://` URL (Cursor's workspace root).

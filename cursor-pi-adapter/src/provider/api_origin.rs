@@ -3,7 +3,7 @@
 //! elsewhere (a loopback replica in tests), checked against the transport's origin allowlist.
 
 use cursor_auth::{AuthConfig, DEFAULT_WEBSITE_BASE};
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 use cursor_transport::Origin;
 
 /// The environment variable that overrides the API origin.
@@ -32,10 +32,10 @@ pub fn api_origin(value: Option<&str>) -> Result<Origin, ErrorInfo> {
         ErrorInfo::new(
             ErrorKind::Local,
             format!("{API_ORIGIN_ENV} is refused: {error}"),
-            format!(
+            NextStep::fix_config(format!(
                 "unset {API_ORIGIN_ENV}, or set it to a loopback origin (http://127.0.0.1:PORT) \
                  or a *.cursor.sh https origin"
-            ),
+            )),
         )
     })
 }

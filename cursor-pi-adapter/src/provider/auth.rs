@@ -5,9 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use cursor_auth::{AuthConfig, Clock, Credentials, HttpClient};
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
-
-use super::LOGIN_NEXT_STEP;
+use cursor_proto::ir::{Classify as _, ErrorInfo, ErrorKind, NextStep};
 
 /// The provider's OAuth: what pi's `oauth.login`, `oauth.refreshToken` and `oauth.getApiKey`
 /// call. Credentials travel as pi's `auth.json` entry (JSON); pi stores them, this type never
@@ -60,7 +58,7 @@ impl CursorOAuth {
             on_url,
         )
         .await
-        .map_err(|error| error.to_error_info())?;
+        .map_err(|error| error.to_info())?;
         to_json(&credentials)
     }
 
@@ -79,7 +77,7 @@ impl CursorOAuth {
             &credentials,
         )
         .await
-        .map_err(|error| error.to_error_info())?;
+        .map_err(|error| error.to_info())?;
         to_json(&refreshed)
     }
 
@@ -99,7 +97,7 @@ impl CursorOAuth {
             &credentials,
         )
         .await
-        .map_err(|error| error.to_error_info())?;
+        .map_err(|error| error.to_info())?;
         Ok(refreshed.access)
     }
 }
@@ -115,7 +113,7 @@ pub fn api_key(credentials_json: &str) -> Result<String, ErrorInfo> {
         return Err(ErrorInfo::new(
             ErrorKind::Auth,
             "the stored Cursor credentials hold no access token",
-            LOGIN_NEXT_STEP,
+            NextStep::Login,
         ));
     }
     Ok(credentials.api_key().to_owned())
@@ -123,9 +121,9 @@ pub fn api_key(credentials_json: &str) -> Result<String, ErrorInfo> {
 
 fn parse(credentials_json: &str) -> Result<Credentials, ErrorInfo> {
     Credentials::from_json(credentials_json).map_err(|error| {
-        let mut info = error.to_error_info();
+        let mut info = error.to_info();
         info.kind = ErrorKind::Auth;
-        info.next_step = LOGIN_NEXT_STEP.to_owned();
+        info.next_step = NextStep::Login;
         info
     })
 }
@@ -135,7 +133,7 @@ fn to_json(credentials: &Credentials) -> Result<String, ErrorInfo> {
         ErrorInfo::new(
             ErrorKind::Local,
             format!("could not serialize the credentials: {error}"),
-            LOGIN_NEXT_STEP,
+            NextStep::Login,
         )
     })
 }
@@ -220,7 +218,7 @@ mod tests {
         let (oauth, _) = oauth(401, r#"{"error":"invalid_grant"}"#);
         let error = oauth.refresh(STORED).await.unwrap_err();
         assert_eq!(error.kind, ErrorKind::Auth, "{error}");
-        assert!(error.next_step.contains("/login cursor"), "{error}");
+        assert_eq!(error.next_step, NextStep::Login, "{error}");
     }
 
     #[test]
@@ -229,6 +227,6 @@ mod tests {
         let error = api_key(r#"{"type":"api_key","key":"x"}"#).unwrap_err();
         assert_eq!(error.kind, ErrorKind::Auth);
         assert!(!error.message.contains("\"x\""), "{error}");
-        assert_eq!(error.next_step, LOGIN_NEXT_STEP);
+        assert_eq!(error.next_step, NextStep::Login);
     }
 }

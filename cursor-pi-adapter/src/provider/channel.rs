@@ -1,6 +1,6 @@
 //! Which Cursor channel answers pi's turns, chosen once by `CURSOR_PROVIDER_CHANNEL`.
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 
 /// The environment variable that picks the channel.
 pub const CHANNEL_ENV: &str = "CURSOR_PROVIDER_CHANNEL";
@@ -39,7 +39,9 @@ impl ChannelKind {
             Some(other) => Err(ErrorInfo::new(
                 ErrorKind::Local,
                 format!("{CHANNEL_ENV}={other:?} names no Cursor channel"),
-                format!("set {CHANNEL_ENV} to agent or inference, or unset it for agent"),
+                NextStep::fix_config(format!(
+                    "set {CHANNEL_ENV} to agent or inference, or unset it for agent"
+                )),
             )),
         }
     }
@@ -89,7 +91,7 @@ mod tests {
         assert_eq!(error.kind, ErrorKind::Local);
         assert!(error.message.contains("\"auto\""), "{}", error.message);
         assert!(
-            error.next_step.contains("agent or inference"),
+            error.next_step.to_string().contains("agent or inference"),
             "{}",
             error.next_step
         );

@@ -80,7 +80,7 @@ fn identity_section() -> Value {
             "macMachineId": identity.mac_machine_id.as_deref().map(abbreviate),
         }),
         Err(error) => {
-            json!({"state": "error", "error": error.to_string(), "nextStep": error.next_step()})
+            json!({"state": "error", "error": error.to_string(), "nextStep": cursor_proto::ir::Classify::next_step(&error).to_string()})
         }
     }
 }

@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cursor_catalog::{Catalog, CatalogStore};
 use cursor_inference::InferenceConfig;
 use cursor_inference::driver;
-use cursor_proto::ir::{ErrorInfo, ErrorKind, Event};
+use cursor_proto::ir::{Classify as _, ErrorInfo, ErrorKind, Event, NextStep};
 use cursor_transport::headers::random_client_key;
 use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
 use futures::stream::{self, BoxStream, StreamExt};
@@ -81,7 +81,9 @@ impl InferenceChannel {
             ErrorInfo::new(
                 ErrorKind::Local,
                 format!("the inference channel needs this machine's id: {error}"),
-                "unset CURSOR_PROVIDER_CHANNEL to use the agent channel, which does not need it",
+                NextStep::fix_config(
+                    "unset CURSOR_PROVIDER_CHANNEL to use the agent channel, which does not need it",
+                ),
             )
         })?;
         let mut identity = IdeIdentity::new(host.machine_id.clone(), process_client_key()?);

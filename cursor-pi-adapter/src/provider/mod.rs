@@ -24,7 +24,7 @@
 //! use std::sync::Arc;
 //!
 //! use cursor_pi_adapter::provider::{AbortSignal, Channel, ChannelKind, Provider, UnavailableChannel};
-//! use cursor_proto::ir::{ErrorInfo, ErrorKind};
+//! use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 //!
 //! // An inference channel that cannot answer on this host, and an agent channel that must
 //! // never be asked: the choice is explicit, with no fallback.
@@ -33,11 +33,15 @@
 //!     ChannelKind::parse(Some("inference")),
 //!     || -> Arc<dyn Channel> {
 //!         agent_built.set(true);
-//!         Arc::new(UnavailableChannel::new(ChannelKind::Agent, ErrorInfo::new(ErrorKind::Local, "unused", "none")))
+//!         Arc::new(UnavailableChannel::new(ChannelKind::Agent, ErrorInfo::new(ErrorKind::Local, "unused", NextStep::Retry)))
 //!     },
 //!     || Arc::new(UnavailableChannel::new(
 //!         ChannelKind::Inference,
-//!         ErrorInfo::new(ErrorKind::Local, "no machine id on this host", "unset CURSOR_PROVIDER_CHANNEL"),
+//!         ErrorInfo::new(
+//!             ErrorKind::Local,
+//!             "no machine id on this host",
+//!             NextStep::fix_config("unset CURSOR_PROVIDER_CHANNEL"),
+//!         ),
 //!     )),
 //! );
 //! assert_eq!(provider.channel().kind(), ChannelKind::Inference);
@@ -74,6 +78,7 @@ mod error_text;
 mod inference;
 mod models;
 mod orchestrator;
+mod profile;
 mod retry_words;
 mod turn;
 mod unavailable;
@@ -86,10 +91,11 @@ pub use backend::Channel;
 pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
 pub use channel::{CHANNEL_ENV, ChannelKind};
 pub use doctor::{DoctorInput, diagnose};
-pub use error_text::{for_pi, is_transient, pi_would_retry};
+pub use error_text::{PiError, for_pi, is_transient, pi_next_step, pi_would_retry};
 pub use inference::InferenceChannel;
 pub use models::{pi_model, pi_models};
 pub use orchestrator::Provider;
+pub use profile::{AGENT_ORIGIN_ENV, DEBUG_ENV, HANDLE_DIR_ENV, PiEnv, RESEND_MCP_ENV, pi_profile};
 pub use turn::{Turn, TurnOptions};
 pub use unavailable::UnavailableChannel;
 

@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use crate::compat::{EventMapper, ModelInfo, conversation_from_json};
 
-use super::error_text::for_pi;
 use super::unavailable::UnavailableChannel;
 use super::{API, AbortSignal, Channel, ChannelKind, PROVIDER_ID, Turn, TurnOptions};
 
@@ -84,7 +83,7 @@ impl Provider {
         });
         let turn = match turn {
             Ok(turn) => turn,
-            Err(info) => return send(&mut mapper, Event::Error(for_pi(info))),
+            Err(info) => return send(&mut mapper, Event::Error(info)),
         };
         if abort.is_aborted() {
             return send(&mut mapper, Event::Aborted);
@@ -100,10 +99,6 @@ impl Provider {
                     None => break,
                 },
             };
-            let event = match event {
-                Event::Error(info) => Event::Error(for_pi(info)),
-                other => other,
-            };
             send(&mut mapper, event);
         }
         // Dropping the stream is what cancels the channel's work on abort.
@@ -117,7 +112,7 @@ impl Provider {
         let quoted =
             model_info(model_json).unwrap_or_else(|_| ModelInfo::new(API, PROVIDER_ID, "unknown"));
         let mut mapper = EventMapper::new(quoted, unix_time_ms());
-        let mut events = mapper.map(Event::Error(for_pi(info)));
+        let mut events = mapper.map(Event::Error(info));
         events.pop().unwrap_or(Value::Null)
     }
 }

@@ -2,12 +2,10 @@
 
 use std::fmt;
 
-use cursor_proto::ir::{Conversation, ErrorInfo, ErrorKind};
+use cursor_proto::ir::{Conversation, ErrorInfo, ErrorKind, NextStep};
 use serde::Deserialize;
 
 use crate::compat::ModelInfo;
-
-use super::LOGIN_NEXT_STEP;
 
 /// Everything a [`Channel`](super::Channel) needs to answer one turn.
 #[non_exhaustive]
@@ -74,7 +72,9 @@ impl TurnOptions {
             ErrorInfo::new(
                 ErrorKind::Local,
                 format!("the stream options from the pi extension are malformed: {error}"),
-                "reinstall the extension so its JS entry and native addon come from the same build",
+                NextStep::fix_config(
+                    "reinstall the extension so its JS entry and native addon come from the same build",
+                ),
             )
         })
     }
@@ -90,7 +90,7 @@ impl TurnOptions {
             _ => Err(ErrorInfo::new(
                 ErrorKind::Auth,
                 "no Cursor credentials reached the provider",
-                LOGIN_NEXT_STEP,
+                NextStep::Login,
             )),
         }
     }
@@ -147,7 +147,7 @@ mod tests {
                 .access_token()
                 .unwrap_err();
             assert_eq!(error.kind, ErrorKind::Auth);
-            assert!(error.next_step.contains("/login cursor"), "{error}");
+            assert_eq!(error.next_step, NextStep::Login, "{error}");
         }
     }
 

@@ -46,7 +46,11 @@ mod tests {
 
     #[test]
     fn an_unavailable_channel_answers_every_turn_with_its_reason_only() {
-        let reason = ErrorInfo::new(ErrorKind::Local, "no machine id", "unset the channel");
+        let reason = ErrorInfo::new(
+            ErrorKind::Local,
+            "no machine id",
+            cursor_proto::ir::NextStep::fix_config("unset the channel"),
+        );
         let channel = UnavailableChannel::new(ChannelKind::Inference, reason.clone());
         assert_eq!(channel.kind(), ChannelKind::Inference);
         assert_eq!(channel.reason(), &reason);

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ErrorInfo, ToolCall};
+use super::{ErrorInfo, NextStep, ToolCall};
 
 /// One output event of a model turn, in stream order.
 ///
@@ -37,6 +37,48 @@ pub enum Event {
     Error(ErrorInfo),
     /// The host cancelled the turn.
     Aborted,
+    /// Something went wrong that does not end the turn but costs the user later (a resume
+    /// handle that could not be written, a corrupt one set aside): never swallowed silently.
+    Warning(Warning),
+}
+
+/// A failure that does not end the turn.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Warning {
+    /// What kind of trouble it is.
+    pub code: WarningCode,
+    /// What happened, for humans; never contains a token or conversation content.
+    pub message: String,
+    /// What to do about it, when anything helps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<NextStep>,
+}
+
+impl Warning {
+    /// A warning.
+    pub fn new(code: WarningCode, message: impl Into<String>, next_step: Option<NextStep>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            next_step,
+        }
+    }
+}
+
+/// The kinds of [`Warning`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// The resume handle of a completed turn could not be written: the next process rebuilds
+    /// the conversation instead of resuming it.
+    HandleNotSaved,
+    /// A stored resume handle was unusable and was set aside: this turn rebuilds.
+    HandleSetAside,
+    /// A stale resume handle could not be removed: it will be found stale again.
+    HandleNotRemoved,
 }
 
 /// Why a turn ended normally.
@@ -93,14 +135,10 @@ mod tests {
             serde_json::to_value(&event).unwrap(),
             json!({"type": "done", "reason": "toolUse"})
         );
-        let error = Event::Error(ErrorInfo::new(
-            ErrorKind::Auth,
-            "expired",
-            "run /login cursor",
-        ));
+        let error = Event::Error(ErrorInfo::new(ErrorKind::Auth, "expired", NextStep::Login));
         assert_eq!(
             serde_json::to_value(&error).unwrap(),
-            json!({"type": "error", "kind": "auth", "message": "expired", "nextStep": "run /login cursor"})
+            json!({"type": "error", "kind": "auth", "message": "expired", "nextStep": {"step": "login"}})
         );
     }
 

@@ -28,6 +28,6 @@ pub use conversation::{
     AssistantContent, Conversation, Message, Tool, ToolCall, ToolResult, ToolResultContent,
     UserContent,
 };
-pub use error::{ErrorInfo, ErrorKind};
-pub use event::{Event, StopReason, Usage};
+pub use error::{Classify, ErrorInfo, ErrorKind, NextStep};
+pub use event::{Event, StopReason, Usage, Warning, WarningCode};
 pub use image::{Image, ImageFormat};

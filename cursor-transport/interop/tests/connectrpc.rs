@@ -1,5 +1,6 @@
 //! cursor-transport's client against connectrpc's server.
 
+use cursor_proto::ir::Classify as _;
 use std::time::Duration;
 
 use cursor_proto::ir::ErrorKind;

@@ -151,6 +151,7 @@ pub(crate) fn media_type(headers: &HeaderMap) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cursor_proto::ir::Classify as _;
     use cursor_proto::ir::ErrorKind;
 
     #[test]

@@ -1,6 +1,7 @@
 //! The TLS path on loopback: a rustls + h2 server with a self-signed `localhost` certificate
 //! (`testdata/`, valid until 2126), reached through an origin only tests can build.
 
+use cursor_proto::ir::Classify as _;
 use std::sync::Arc;
 
 use bytes::Bytes;

@@ -223,6 +223,7 @@ impl RequestHeaders {
         }
     }
 
+    #[cfg(feature = "client")]
     pub(crate) fn into_map(self) -> HeaderMap {
         self.map
     }
@@ -292,6 +293,7 @@ fn node_arch() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cursor_proto::ir::Classify as _;
 
     const TOKEN: &str = "eyJhbGciOiJIUzI1NiJ9.payload.signature";
 
