@@ -18,6 +18,23 @@ pub enum AgentEvent {
     /// One exec request was answered: the audit record of what Cursor asked and what the client
     /// did. Nothing in [`ExecOutcome`] executes locally.
     Exec(ExecAudit),
+    /// The turn completed with a checkpoint in hand: everything a resume handle needs, emitted
+    /// right before the final `Done` so a host persists the handle before it reports the turn
+    /// done (a server that keeps the stream open afterwards cannot delay or lose it).
+    Resumable(Box<ResumePoint>),
+}
+
+/// The remote state a completed turn leaves behind (see
+/// [`Handle::from_point`](crate::Handle::from_point)).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumePoint {
+    /// The remote conversation id.
+    pub conversation_id: String,
+    /// The last checkpoint, verbatim.
+    pub checkpoint: Vec<u8>,
+    /// The run's blobs, sorted by id.
+    pub blobs: Vec<(crate::BlobId, Vec<u8>)>,
 }
 
 /// The audit record of one answered exec request.

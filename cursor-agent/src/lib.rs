@@ -128,6 +128,9 @@ mod usage;
 pub mod driver;
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "driver")]
+#[cfg_attr(docsrs, doc(cfg(feature = "driver")))]
+pub mod session;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
@@ -135,11 +138,11 @@ pub mod testing;
 pub use blobs::{BlobId, BlobStore};
 pub use config::{HostProfile, IdSeed, Limits, RunConfig, Timers};
 pub use error::{AgentError, StreamOutcome};
-pub use event::{AgentEvent, ExecAudit, ExecOutcome};
+pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};
 pub use policy::ExecArm;
 pub use resume::{
-    Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleStore, Loaded, Plan, RunLabel, Session,
-    StaleReason, StoreError, StoreWarning, ToolsetKey,
+    Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleFileError, HandleRepository, HandleStore,
+    Loaded, Plan, RunLabel, Session, StaleReason, StoreError, StoreWarning, ToolsetKey,
 };
 pub use root_prompt::root_prompt_json;
 pub use run::AgentRun;

@@ -15,6 +15,31 @@ use crate::resume::ResumeSeed;
 use crate::root_prompt::{self, joined_user_text};
 use crate::{AgentError, RunConfig, mcp};
 
+/// What the Run asks: the trailing user message, or (after a stale resume whose turn already
+/// ran tools) to continue from the tool results that end the transcript.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Turn<'a> {
+    Ask(&'a [UserContent]),
+    Continue,
+}
+
+impl<'a> Turn<'a> {
+    pub(crate) fn of(conversation: &'a Conversation) -> Result<Self, AgentError> {
+        match conversation.messages.last() {
+            Some(Message::User { content }) => Ok(Self::Ask(content)),
+            Some(Message::ToolResult(_))
+                if conversation
+                    .messages
+                    .iter()
+                    .any(|m| matches!(m, Message::User { .. })) =>
+            {
+                Ok(Self::Continue)
+            }
+            _ => Err(AgentError::NoUserTurn),
+        }
+    }
+}
+
 /// Everything opening a Run produces besides the blobs it stored.
 #[derive(Debug)]
 pub(crate) struct Opening {
@@ -40,14 +65,22 @@ pub(crate) fn build(
     if config.model.trim().is_empty() {
         return Err(AgentError::Config("no model slug".into()));
     }
-    let Some(Message::User { content }) = conversation.messages.last() else {
-        return Err(AgentError::NoUserTurn);
+    let turn = Turn::of(conversation)?;
+    let selected_images = match turn {
+        Turn::Ask(content) => live_images(content, config, ids)?,
+        Turn::Continue => Vec::new(),
     };
-    let selected_images = live_images(content, config, ids)?;
     // A resume keeps the remote prompt and only adds the current rules: no history replay.
-    let history = match seed {
-        Some(_) => &[],
-        None => root_prompt::history_of(&conversation.messages),
+    let history = match (seed, turn) {
+        (Some(_), Turn::Ask(_)) => &[],
+        (Some(_), Turn::Continue) => {
+            return Err(AgentError::Config(
+                "a turn that continues after tool results cannot resume: rebuild it".into(),
+            ));
+        }
+        (None, Turn::Ask(_)) => root_prompt::history_of(&conversation.messages),
+        // The tool calls and results of the turn so far ride in the root prompt.
+        (None, Turn::Continue) => conversation.messages.as_slice(),
     };
     let prompt = root_prompt::messages(conversation, history, config);
     let mut root_ids = Vec::with_capacity(prompt.len());
@@ -82,8 +115,12 @@ pub(crate) fn build(
     let context_blob_id = blobs.insert(context_blob)?;
 
     let message_id = ids.next_uuid();
+    let text = match turn {
+        Turn::Ask(content) => joined_user_text(content),
+        Turn::Continue => config.profile.continuation_prompt.clone(),
+    };
     let user_message = UserMessage {
-        text: joined_user_text(content),
+        text,
         message_id: message_id.clone(),
         selected_context: (!selected_images.is_empty())
             .then_some(SelectedContext { selected_images }),

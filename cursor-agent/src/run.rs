@@ -14,7 +14,7 @@ use cursor_proto::ir::{
 use prost::Message as _;
 
 use crate::blobs::{BlobId, BlobStore};
-use crate::event::{ExecAudit, ExecOutcome};
+use crate::event::{ExecAudit, ExecOutcome, ResumePoint};
 use crate::ids::IdSource;
 use crate::intent::Intent;
 use crate::policy::{Decision, ExecArm, Refusal, Row, decide};
@@ -213,6 +213,23 @@ impl AgentRun {
     /// The latest checkpoint the server sent, if any.
     pub fn checkpoint(&self) -> Option<&[u8]> {
         self.checkpoint.as_deref()
+    }
+
+    /// What a resume handle needs, once a checkpoint arrived: the conversation id, the
+    /// checkpoint and the blobs (sorted by id).
+    pub fn resume_point(&self) -> Option<ResumePoint> {
+        let checkpoint = self.checkpoint.clone()?;
+        let mut blobs: Vec<(BlobId, Vec<u8>)> = self
+            .blobs
+            .iter()
+            .map(|(id, data)| (*id, data.to_vec()))
+            .collect();
+        blobs.sort_by_key(|(id, _)| *id);
+        Some(ResumePoint {
+            conversation_id: self.conversation_id.clone(),
+            checkpoint,
+            blobs,
+        })
     }
 
     /// Why the run failed, if it did: the typed error behind the [`Event::Error`] the host saw.
@@ -859,6 +876,10 @@ impl AgentRun {
 
     fn finish(&mut self, reason: StopReason) {
         self.push_usage();
+        if let Some(point) = self.resume_point() {
+            self.events
+                .push_back(AgentEvent::Resumable(Box::new(point)));
+        }
         self.events
             .push_back(AgentEvent::Ir(Event::Done { reason }));
         self.phase = Phase::Finished;

@@ -385,7 +385,7 @@ async fn a_silent_server_trips_the_first_frame_watchdog_on_tokio_time() {
 #[tokio::test]
 async fn a_server_holding_the_stream_open_after_turn_ended_does_not_hold_the_turn() {
     let replica = Replica::start().await.unwrap();
-    replica.set_hold_open(true);
+    replica.set_hold_open(cursor_agent::testing::HoldOpen::Forever);
     let (_handle, mut events, task) =
         start(replica.origin(), config(), &conversation("ping", vec![]));
     let started = tokio::time::Instant::now();

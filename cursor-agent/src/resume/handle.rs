@@ -6,7 +6,7 @@ use cursor_proto::ir::Conversation;
 use serde::{Deserialize, Serialize};
 
 use super::fingerprint::{Fingerprint, ToolsetKey, parse_hex32};
-use crate::{AgentRun, BlobId};
+use crate::{AgentRun, BlobId, ResumePoint};
 
 /// The version of the handle file format this crate writes and reads.
 pub const HANDLE_FORMAT_VERSION: u32 = 1;
@@ -52,20 +52,19 @@ impl Handle {
     ///
     /// The run's own user turn counts as completed: the server journaled it.
     pub fn capture(run: &AgentRun, conversation: &Conversation) -> Option<Self> {
-        let checkpoint = run.checkpoint()?.to_vec();
-        let mut blobs: Vec<(BlobId, Vec<u8>)> = run
-            .blobs()
-            .iter()
-            .map(|(id, data)| (*id, data.to_vec()))
-            .collect();
-        blobs.sort_by_key(|(id, _)| *id);
-        Some(Self {
-            conversation_id: run.conversation_id().to_owned(),
-            checkpoint,
-            blobs,
+        Some(Self::from_point(run.resume_point()?, conversation))
+    }
+
+    /// The handle for a completed turn's [`ResumePoint`], for `conversation` (the transcript
+    /// the turn answered; its user turns all count as completed).
+    pub fn from_point(point: ResumePoint, conversation: &Conversation) -> Self {
+        Self {
+            conversation_id: point.conversation_id,
+            checkpoint: point.checkpoint,
+            blobs: point.blobs,
             fingerprint: Fingerprint::of_user_turns(&conversation.messages),
             toolset_key: ToolsetKey::of(&conversation.tools),
-        })
+        }
     }
 
     /// The handle as the JSON a [`HandleStore`](crate::HandleStore) writes.
@@ -90,27 +89,23 @@ impl Handle {
     }
 
     /// Parses a handle file; the error says what is wrong with it.
-    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
-        let file: HandleFile =
-            serde_json::from_slice(bytes).map_err(|e| format!("not a handle file: {e}"))?;
+    pub fn from_json(bytes: &[u8]) -> Result<Self, HandleFileError> {
+        let file: HandleFile = serde_json::from_slice(bytes).map_err(HandleFileError::Json)?;
         if file.version != HANDLE_FORMAT_VERSION {
-            return Err(format!(
-                "unsupported handle format version {}",
-                file.version
-            ));
+            return Err(HandleFileError::Version(file.version));
         }
         if file.conversation_id.is_empty() {
-            return Err("empty conversation id".into());
+            return Err(HandleFileError::EmptyConversationId);
         }
-        let base64 = |what: &str, text: &str| {
+        let base64 = |what: &'static str, text: &str| {
             STANDARD
                 .decode(text)
-                .map_err(|e| format!("{what} is not base64: {e}"))
+                .map_err(|source| HandleFileError::Base64 { what, source })
         };
         let mut blobs = Vec::with_capacity(file.blobs.len());
         for entry in &file.blobs {
-            let id = parse_hex32(&entry.id)
-                .ok_or_else(|| format!("blob id {:?} is not 64 hex digits", entry.id))?;
+            let id =
+                parse_hex32(&entry.id).ok_or_else(|| HandleFileError::BlobId(entry.id.clone()))?;
             blobs.push((BlobId::from_array(id), base64("blob data", &entry.data)?));
         }
         Ok(Self {
@@ -118,11 +113,41 @@ impl Handle {
             checkpoint: base64("checkpoint", &file.checkpoint)?,
             blobs,
             fingerprint: Fingerprint::from_hex(&file.fingerprint)
-                .ok_or("fingerprint is not 64 hex digits")?,
+                .ok_or(HandleFileError::Digest("fingerprint"))?,
             toolset_key: ToolsetKey::from_hex(&file.toolset_key)
-                .ok_or("tool-set key is not 64 hex digits")?,
+                .ok_or(HandleFileError::Digest("tool-set key"))?,
         })
     }
+}
+
+/// Why a handle file could not be read.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum HandleFileError {
+    /// Not JSON of the handle file's shape.
+    #[error("not a handle file: {0}")]
+    Json(#[source] serde_json::Error),
+    /// A format version this crate does not read.
+    #[error("unsupported handle format version {0}")]
+    Version(u32),
+    /// The conversation id is empty.
+    #[error("empty conversation id")]
+    EmptyConversationId,
+    /// A byte field is not base64.
+    #[error("{what} is not base64: {source}")]
+    Base64 {
+        /// Which field.
+        what: &'static str,
+        /// The decoder's complaint.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// A blob id is not 64 hex digits.
+    #[error("blob id {0:?} is not 64 hex digits")]
+    BlobId(String),
+    /// A digest field is not 64 hex digits.
+    #[error("{0} is not 64 hex digits")]
+    Digest(&'static str),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -165,7 +190,7 @@ mod tests {
         let text = String::from_utf8(json.clone()).unwrap();
         assert!(text.contains("\"version\":1"), "{text}");
         assert!(text.contains("\"checkpoint\":\"CgEB\""), "{text}");
-        assert_eq!(Handle::from_json(&json), Ok(handle));
+        assert_eq!(Handle::from_json(&json).unwrap(), handle);
     }
 
     #[test]
@@ -173,6 +198,7 @@ mod tests {
         assert!(
             Handle::from_json(b"{")
                 .unwrap_err()
+                .to_string()
                 .contains("not a handle file")
         );
         let text = String::from_utf8(handle().to_json()).unwrap();
@@ -180,12 +206,14 @@ mod tests {
         assert!(
             Handle::from_json(future.as_bytes())
                 .unwrap_err()
+                .to_string()
                 .contains("version 9")
         );
         let bad = text.replace("\"checkpoint\":\"CgEB\"", "\"checkpoint\":\"***\"");
         assert!(
             Handle::from_json(bad.as_bytes())
                 .unwrap_err()
+                .to_string()
                 .contains("base64")
         );
     }

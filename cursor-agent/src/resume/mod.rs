@@ -15,7 +15,7 @@ mod plan;
 mod store;
 
 pub use fingerprint::{Fingerprint, ToolsetKey};
-pub use handle::{HANDLE_FORMAT_VERSION, Handle};
+pub use handle::{HANDLE_FORMAT_VERSION, Handle, HandleFileError};
 pub(crate) use plan::ResumeSeed;
 pub use plan::{Plan, RunLabel, Session, StaleReason};
-pub use store::{HandleStore, Loaded, StoreError, StoreWarning};
+pub use store::{HandleRepository, HandleStore, Loaded, StoreError, StoreWarning};

@@ -194,8 +194,15 @@ impl Session {
     }
 
     /// Plans the Run for `conversation`'s trailing user turn from the stored `handle`.
+    ///
+    /// A transcript that ends with tool results (the turn already ran tools, in a process that
+    /// is gone) is always rebuilt: a resume replays no history, so the results would be lost.
     pub fn plan(&mut self, handle: Option<Handle>, conversation: &Conversation) -> Plan {
-        let Some(handle) = handle else {
+        let continues = matches!(
+            crate::request::Turn::of(conversation),
+            Ok(crate::request::Turn::Continue)
+        );
+        let Some(handle) = handle.filter(|_| !continues) else {
             return self.rebuild(None, false);
         };
         let completed = Fingerprint::of_user_turns(history_of(&conversation.messages));

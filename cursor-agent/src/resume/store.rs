@@ -16,6 +16,37 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::handle::Handle;
 
+/// Where a host keeps the resume handles of its sessions. [`HandleStore`] keeps them on disk;
+/// a host with its own storage (a database, a keychain) implements this instead.
+///
+/// Calls may block briefly (file locks, fsync); the session calls them between frames.
+pub trait HandleRepository: Send + Sync + std::fmt::Debug {
+    /// `session_id`'s handle; an unusable one is reported as [`Loaded::Corrupt`] and is no
+    /// longer served.
+    fn load(&self, session_id: &str) -> Result<Loaded, StoreError>;
+
+    /// Stores `handle` as `session_id`'s, atomically: a reader sees the old handle or the new
+    /// one, never a mix.
+    fn save(&self, session_id: &str, handle: &Handle) -> Result<(), StoreError>;
+
+    /// Drops `session_id`'s handle (it went stale).
+    fn remove(&self, session_id: &str) -> Result<(), StoreError>;
+}
+
+impl HandleRepository for HandleStore {
+    fn load(&self, session_id: &str) -> Result<Loaded, StoreError> {
+        Self::load(self, session_id)
+    }
+
+    fn save(&self, session_id: &str, handle: &Handle) -> Result<(), StoreError> {
+        Self::save(self, session_id, handle)
+    }
+
+    fn remove(&self, session_id: &str) -> Result<(), StoreError> {
+        Self::remove(self, session_id)
+    }
+}
+
 /// A directory of handle files, one per host session id.
 #[derive(Clone, Debug)]
 pub struct HandleStore {
@@ -97,6 +128,22 @@ pub enum StoreError {
     },
 }
 
+impl cursor_proto::ir::Classify for StoreError {
+    fn kind(&self) -> cursor_proto::ir::ErrorKind {
+        cursor_proto::ir::ErrorKind::Local
+    }
+
+    fn next_step(&self) -> cursor_proto::ir::NextStep {
+        cursor_proto::ir::NextStep::fix_local(match self {
+            Self::InvalidSessionId(_) => "use session ids of letters, digits, '-', '_' and '.'",
+            Self::LockTimeout(_) => {
+                "another process holds the handle lock; retry, or remove a lock file left by a crash"
+            }
+            Self::Io { .. } => "check that the handle directory exists, is writable and has space",
+        })
+    }
+}
+
 impl HandleStore {
     /// A store over `dir` (created on first save).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -139,7 +186,11 @@ impl HandleStore {
         };
         match Handle::from_json(&bytes) {
             Ok(handle) => Ok(Loaded::Found(handle)),
-            Err(reason) => Ok(Loaded::Corrupt(self.set_aside(session_id, &path, reason))),
+            Err(reason) => Ok(Loaded::Corrupt(self.set_aside(
+                session_id,
+                &path,
+                reason.to_string(),
+            ))),
         }
     }
 

@@ -15,15 +15,15 @@ use serde_json::Value;
 
 use super::checkpoint::{StoredConversation, Turn};
 use super::model::{self, Intent};
-use super::{ExecRecord, Replica, RunRecord, Script};
+use super::{ExecRecord, HoldOpen, Replica, RunRecord, Script};
 use crate::RunLabel;
 
 /// How the stream ends once the exchange stops.
 enum End {
     Ok,
     Error(ConnectError),
-    /// Keep the stream open until the client closes or resets it.
-    HoldOpen,
+    /// Keep the stream open (until the client closes or resets it, or for a while).
+    HoldOpen(HoldOpen),
     Unauthorized,
     /// The client is gone or broke the exchange; nothing more to send.
     Abandon,
@@ -94,8 +94,58 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
                 .respond(401, "application/json", error.to_unary_json())
                 .await;
         }
-        End::HoldOpen => while let Ok(Some(_)) = call.recv().await {},
+        End::HoldOpen(hold) => hold_open(&replica, call, hold).await,
         End::Abandon => {}
+    }
+}
+
+/// Keeps a finished stream open as `hold` says, with idle heartbeats when configured, until
+/// the client closes or resets it.
+async fn hold_open(replica: &Replica, mut call: ServerCall, hold: HoldOpen) {
+    let until = match hold {
+        HoldOpen::For(wait) => Some(tokio::time::Instant::now() + wait),
+        _ => None,
+    };
+    let heartbeat = AgentServerMessage {
+        message: Some(Server::InteractionUpdate(wire::InteractionUpdate {
+            message: Some(Update::Heartbeat(wire::HeartbeatUpdate::default())),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    loop {
+        let tick = replica.idle_heartbeat();
+        tokio::select! {
+            received = call.recv() => match received {
+                Ok(Some(_)) => {}
+                // Closed or reset by the client.
+                _ => return,
+            },
+            () = sleep_or_never(tick) => {
+                if call.send(&heartbeat).await.is_err() {
+                    return;
+                }
+            }
+            () = sleep_until_or_never(until) => {
+                let _ = call.finish_ok().await;
+                return;
+            }
+        }
+    }
+}
+
+async fn sleep_or_never(wait: Option<std::time::Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_or_never(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -134,9 +184,12 @@ impl Exchange<'_> {
             }
             Script::Silent => {
                 self.record.outcome = "silent".into();
-                return Ok(End::HoldOpen);
+                return Ok(End::HoldOpen(HoldOpen::Forever));
             }
-            Script::Model | Script::Unauthenticated | Script::BlobMiss => {}
+            Script::Model
+            | Script::Unauthenticated
+            | Script::BlobMiss
+            | Script::StaleAfterTools => {}
         }
 
         let stored = self.replica.conversation(&conversation_id);
@@ -174,6 +227,10 @@ impl Exchange<'_> {
             Intent::Shell(command) => self.shell(&command, &state).await?,
             Intent::Tool { name, arguments } => self.tool(&name, &arguments).await?,
         };
+        if script == Script::StaleAfterTools {
+            self.replica.forget(&conversation_id);
+            return Err(not_found());
+        }
         for delta in model::deltas(&answer) {
             self.update(Update::TextDelta(wire::TextDeltaUpdate { text: delta }))
                 .await?;
@@ -198,10 +255,9 @@ impl Exchange<'_> {
             ..Default::default()
         }))
         .await?;
-        Ok(if self.replica.hold_open() {
-            End::HoldOpen
-        } else {
-            End::Ok
+        Ok(match self.replica.hold_open() {
+            HoldOpen::Close => End::Ok,
+            hold => End::HoldOpen(hold),
         })
     }
 
@@ -286,6 +342,16 @@ impl Exchange<'_> {
             return;
         }
         self.record.history_replayed = true;
+        if role == "tool" {
+            let results = parts
+                .into_iter()
+                .flatten()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool-result"))
+                .filter_map(|p| p.get("result").and_then(Value::as_str));
+            self.record
+                .root_prompt_tool_results
+                .extend(results.map(str::to_owned));
+        }
         if role == "user" {
             let inner = text
                 .strip_prefix("<user_query>\n")
@@ -506,10 +572,22 @@ impl Exchange<'_> {
         }
     }
 
-    /// The next client frame that is not a keep-alive.
+    /// The next client frame that is not a keep-alive (sending heartbeats meanwhile, when the
+    /// replica is told to).
     async fn next(&mut self) -> Result<Option<Client>, Stop> {
         loop {
-            let bytes = match self.call.recv().await {
+            let received = match self.replica.idle_heartbeat() {
+                None => self.call.recv().await,
+                Some(every) => match tokio::time::timeout(every, self.call.recv()).await {
+                    Ok(received) => received,
+                    Err(_) => {
+                        self.update(Update::Heartbeat(wire::HeartbeatUpdate::default()))
+                            .await?;
+                        continue;
+                    }
+                },
+            };
+            let bytes = match received {
                 Ok(Some(bytes)) => bytes,
                 Ok(None) => return Err(Stop::gone("half-closed")),
                 Err(error) => return Err(Stop::gone(error)),

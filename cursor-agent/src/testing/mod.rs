@@ -22,8 +22,9 @@
 //! | anything else | echoes it |
 //!
 //! Tests script faults per Run with [`Script`] (a 401 on open, a malformed frame, a blob miss,
-//! a `not_found` end of stream, exact frames, silence) and can keep streams open after
-//! `turn_ended` ([`Replica::set_hold_open`]). Downstream hosts can run their own tools against
+//! a `not_found` end of stream, exact frames, silence), can keep streams open after
+//! `turn_ended` for a while or forever ([`Replica::set_hold_open`]) and send heartbeats while
+//! it waits for the client ([`Replica::set_idle_heartbeat`]), as Cursor does. Downstream hosts can run their own tools against
 //! it the same way: register the tool, ask `tool: <name> <json>`, and check the answer.
 //!
 //! ```
@@ -47,5 +48,5 @@ mod replica;
 mod script;
 
 pub use record::{ExecRecord, RunRecord};
-pub use replica::{Replica, ReplicaServer};
+pub use replica::{HoldOpen, Replica, ReplicaServer};
 pub use script::Script;

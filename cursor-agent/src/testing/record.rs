@@ -19,6 +19,8 @@ pub struct RunRecord {
     pub user_text: String,
     /// The user texts found in the root prompt blobs (`<user_query>` contents), in order.
     pub root_prompt_user_texts: Vec<String>,
+    /// The tool results found in the root prompt (`tool-result` parts' text), in order.
+    pub root_prompt_tool_results: Vec<String>,
     /// True when the root prompt carried history (anything besides `<rules>` messages).
     pub history_replayed: bool,
     /// How many root-prompt blobs were fetched over KV (each one parsed as JSON).

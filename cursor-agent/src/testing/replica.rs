@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use cursor_transport::Origin;
 use cursor_transport::testing::{TestServer, TestServerBuilder};
@@ -18,7 +19,8 @@ struct State {
     scripts: VecDeque<Script>,
     conversations: HashMap<String, StoredConversation>,
     runs: Vec<RunRecord>,
-    hold_open: bool,
+    hold_open: HoldOpen,
+    idle_heartbeat: Option<Duration>,
     fail_auth: bool,
     sink: Option<Sink>,
 }
@@ -43,6 +45,7 @@ impl std::fmt::Debug for Replica {
             .field("runs", &state.runs.len())
             .field("scripts", &state.scripts)
             .field("hold_open", &state.hold_open)
+            .field("idle_heartbeat", &state.idle_heartbeat)
             .field("fail_auth", &state.fail_auth)
             .finish()
     }
@@ -87,10 +90,17 @@ impl Replica {
         self.lock().scripts.push_back(script);
     }
 
-    /// Keeps every stream open after `turn_ended` until the client closes or resets it (a
-    /// server that does so must not hold the client's turn open).
-    pub fn set_hold_open(&self, hold: bool) {
+    /// How long every stream stays open after `turn_ended` (Cursor may keep the response
+    /// open; a client must not let that hold its turn open or delay its handle).
+    pub fn set_hold_open(&self, hold: HoldOpen) {
         self.lock().hold_open = hold;
+    }
+
+    /// Sends an `InteractionUpdate.heartbeat` every `every` while the replica waits for the
+    /// client (during tool rounds and while holding a stream open), as Cursor does while idle.
+    /// `None` (the default) sends none.
+    pub fn set_idle_heartbeat(&self, every: Option<Duration>) {
+        self.lock().idle_heartbeat = every;
     }
 
     /// Answers every Run with HTTP 401 (an expired or revoked token).
@@ -130,8 +140,12 @@ impl Replica {
         self.lock().fail_auth
     }
 
-    pub(super) fn hold_open(&self) -> bool {
+    pub(super) fn hold_open(&self) -> HoldOpen {
         self.lock().hold_open
+    }
+
+    pub(super) fn idle_heartbeat(&self) -> Option<Duration> {
+        self.lock().idle_heartbeat
     }
 
     pub(super) fn conversation(&self, id: &str) -> Option<StoredConversation> {
@@ -158,6 +172,19 @@ impl Replica {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What the replica does with a stream after `turn_ended`.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HoldOpen {
+    /// End the response at once (the convenient server).
+    #[default]
+    Close,
+    /// Keep it open until the client closes or resets it.
+    Forever,
+    /// Keep it open this long, then end it.
+    For(Duration),
 }
 
 /// A [`Replica`] serving on its own loopback server; dropping it stops the server.

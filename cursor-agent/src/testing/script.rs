@@ -22,4 +22,8 @@ pub enum Script {
     /// Read the run request and then send nothing, keeping the stream open until the client
     /// gives up.
     Silent,
+    /// Serve the Run with the model up to the results of its exec requests, then end with
+    /// Connect `not_found` instead of answering: the conversation expired mid-turn, so a
+    /// resumed Run is stale in its second leg.
+    StaleAfterTools,
 }

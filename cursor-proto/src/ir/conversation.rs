@@ -77,6 +77,13 @@ impl Message {
             content: vec![AssistantContent::Text { text: text.into() }],
         }
     }
+
+    /// An assistant message requesting these tool calls.
+    pub fn assistant_tool_calls(calls: Vec<ToolCall>) -> Self {
+        Self::Assistant {
+            content: calls.into_iter().map(AssistantContent::ToolCall).collect(),
+        }
+    }
 }
 
 /// A block of a user message.

@@ -1,0 +1,329 @@
+//! Host-neutral turn orchestration: everything a host needs to run whole turns against
+//! Cursor's agent with its own tools and wording (feature `driver`).
+//!
+//! An [`AgentSession`] is one host session (one conversation). [`AgentSession::turn`] takes the
+//! host's transcript and answers with the turn's events, owning what is hard to get right:
+//!
+//! - **Planning** from the stored resume [`Handle`](crate::Handle): resume the remote
+//!   conversation when the completed user turns still match, rebuild it from the transcript
+//!   otherwise.
+//! - **Tool rounds on one stream.** A leg that ends with `Done { reason: ToolUse }` keeps its Run
+//!   open (heartbeats keep flowing while the host runs its tools); the next `turn` call whose
+//!   transcript ends with the results of exactly those calls submits them on the same stream.
+//!   Any other call starts a new Run and cancels the waiting one.
+//! - **Exactly one 401 refresh and replay**, when the server refused the token before anything
+//!   streamed ([`TokenSource::refresh`]).
+//! - **Exactly one stale rebuild**: a resume the server no longer knows (blob miss, `not_found`)
+//!   is rebuilt once, starting with [`Event::Reset`](cursor_proto::ir::Event::Reset), from the
+//!   latest transcript, tool results of the leg that went stale included.
+//! - **Durable handles**: the handle is written atomically when the completed turn's
+//!   checkpoint is in hand, before the turn's `Done` reaches the host, so a server that keeps
+//!   the response open never delays the host nor loses the handle. A handle that cannot be
+//!   written, or a corrupt one set aside, reaches the host as an
+//!   [`Event::Warning`](cursor_proto::ir::Event::Warning).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//!
+//! use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
+//! use cursor_agent::testing::Replica;
+//! use cursor_agent::{AgentEvent, HostProfile};
+//! use cursor_proto::ir::{Conversation, Event, Message};
+//! use cursor_transport::Client;
+//! use futures::StreamExt as _;
+//!
+//! let replica = Replica::start().await?;
+//! let session = AgentSession::builder(
+//!     Client::new()?,
+//!     replica.origin(),
+//!     Arc::new(StaticToken::new("token")),
+//! )
+//! .profile(HostProfile::new("my-editor"))
+//! .workspace_uri("file:///work")
+//! .build();
+//!
+//! let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+//! let mut turn = session.turn(&conversation, &ModelChoice::new("composer-2.5"));
+//! let mut text = String::new();
+//! while let Some(event) = turn.next().await {
+//!     if let AgentEvent::Ir(Event::TextDelta { text: delta }) = event {
+//!         text.push_str(&delta);
+//!     }
+//! }
+//! assert_eq!(text, "pong");
+//! # Ok(())
+//! # }
+//! ```
+
+mod tokens;
+mod turn;
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use cursor_proto::ir::Conversation;
+use cursor_transport::{CliIdentity, Client, Origin};
+use futures::future::BoxFuture;
+
+use crate::{HandleRepository, HandleStore, HostProfile, Limits, Timers};
+
+pub use tokens::{StaticToken, TokenSource};
+pub use turn::TurnEvents;
+
+use turn::Parked;
+
+/// Runs a Run's driver task to completion on the host's runtime: the driver never spawns.
+///
+/// The default, [`tokio_spawner`], calls `tokio::spawn` (so [`AgentSession::turn`]'s stream
+/// must be polled inside a tokio runtime); a Node binding passes napi's spawn.
+pub type Spawner = Arc<dyn Fn(BoxFuture<'static, ()>) + Send + Sync>;
+
+/// A [`Spawner`] that hands each task to `tokio::spawn`.
+pub fn tokio_spawner() -> Spawner {
+    Arc::new(|task| {
+        drop(tokio::spawn(task));
+    })
+}
+
+/// The model a turn asks for.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelChoice {
+    /// The published model slug (it already encodes the effort variant).
+    pub slug: String,
+    /// `requested_model.max_mode`.
+    pub max_mode: bool,
+}
+
+impl ModelChoice {
+    /// The model published as `slug`, without max mode.
+    pub fn new(slug: impl Into<String>) -> Self {
+        Self {
+            slug: slug.into(),
+            max_mode: false,
+        }
+    }
+
+    /// Sets [`ModelChoice::max_mode`].
+    #[must_use]
+    pub fn with_max_mode(mut self, max_mode: bool) -> Self {
+        self.max_mode = max_mode;
+        self
+    }
+}
+
+/// One host session against Cursor's agent: see the [module docs](self). Cheap to clone;
+/// clones share the session (and the Run it may keep waiting for tool results).
+#[derive(Clone)]
+pub struct AgentSession {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    origin: Origin,
+    identity: CliIdentity,
+    profile: HostProfile,
+    workspace_uris: Vec<String>,
+    timers: Timers,
+    limits: Limits,
+    resend_mcp_on_resume: bool,
+    session_id: Option<String>,
+    handles: Option<Arc<dyn HandleRepository>>,
+    spawner: Spawner,
+    tokens: Mutex<Arc<dyn TokenSource>>,
+    /// The Run the last leg left waiting for tool results.
+    parked: Mutex<Option<Parked>>,
+}
+
+impl fmt::Debug for AgentSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentSession")
+            .field("origin", &self.inner.origin)
+            .field("profile", &self.inner.profile.host_name)
+            .field("session_id", &self.inner.session_id)
+            .field("handles", &self.inner.handles)
+            .field("waiting_for_tools", &self.is_waiting_for_tools())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentSession {
+    /// A session calling `origin` through `client`, opening Runs with `tokens`.
+    pub fn builder(client: Client, origin: Origin, tokens: Arc<dyn TokenSource>) -> SessionBuilder {
+        SessionBuilder {
+            client,
+            origin,
+            tokens,
+            identity: CliIdentity::default(),
+            profile: HostProfile::default(),
+            workspace_uris: Vec::new(),
+            timers: Timers::default(),
+            limits: Limits::default(),
+            resend_mcp_on_resume: false,
+            session_id: None,
+            handles: None,
+            spawner: None,
+        }
+    }
+
+    /// Answers `conversation`'s trailing turn with `model`: see the [module docs](self).
+    ///
+    /// The stream yields the driver's [`AgentEvent`](crate::AgentEvent)s (text, thinking, tool
+    /// calls, usage, exec audit records, warnings) and ends after the leg's one `Done`, `Error`
+    /// or `Aborted`. Dropping it cancels the Run.
+    pub fn turn(&self, conversation: &Conversation, model: &ModelChoice) -> TurnEvents {
+        turn::open(&self.inner, conversation, model)
+    }
+
+    /// Replaces the credentials later Runs open with (the host's login changed).
+    pub fn set_token_source(&self, tokens: Arc<dyn TokenSource>) {
+        *lock(&self.inner.tokens) = tokens;
+    }
+
+    /// True while a Run of this session waits for the host's tool results.
+    pub fn is_waiting_for_tools(&self) -> bool {
+        lock(&self.inner.parked).is_some()
+    }
+
+    /// Cancels the Run waiting for tool results, if any.
+    pub fn cancel_waiting(&self) {
+        if let Some(parked) = lock(&self.inner.parked).take() {
+            parked.cancel();
+        }
+    }
+
+    /// The host's session id the handle is stored under, if it has one.
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.session_id.as_deref()
+    }
+
+    /// The host profile Runs open with.
+    pub fn profile(&self) -> &HostProfile {
+        &self.inner.profile
+    }
+}
+
+/// Builds an [`AgentSession`]; see [`AgentSession::builder`].
+#[must_use = "call build() to get the session"]
+pub struct SessionBuilder {
+    client: Client,
+    origin: Origin,
+    tokens: Arc<dyn TokenSource>,
+    identity: CliIdentity,
+    profile: HostProfile,
+    workspace_uris: Vec<String>,
+    timers: Timers,
+    limits: Limits,
+    resend_mcp_on_resume: bool,
+    session_id: Option<String>,
+    handles: Option<Arc<dyn HandleRepository>>,
+    spawner: Option<Spawner>,
+}
+
+impl fmt::Debug for SessionBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionBuilder")
+            .field("origin", &self.origin)
+            .field("profile", &self.profile)
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionBuilder {
+    /// Who the host is (default: [`HostProfile::default`]). A profile with a
+    /// [`handle_dir`](HostProfile::handle_dir) keeps handles there unless
+    /// [`handles`](Self::handles) gives a repository.
+    pub fn profile(mut self, profile: HostProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Adds a workspace root (`file://` URL); the first one is where native paths resolve.
+    pub fn workspace_uri(mut self, uri: impl Into<String>) -> Self {
+        self.workspace_uris.push(uri.into());
+        self
+    }
+
+    /// The identity the CLI headers carry (default: [`CliIdentity::default`]).
+    pub fn identity(mut self, identity: CliIdentity) -> Self {
+        self.identity = identity;
+        self
+    }
+
+    /// Deadlines and intervals of every Run.
+    pub fn timers(mut self, timers: Timers) -> Self {
+        self.timers = timers;
+        self
+    }
+
+    /// Size and count caps of every Run.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Re-send `mcp_tools` on every resume, even when the tool set is unchanged.
+    pub fn resend_mcp_on_resume(mut self, resend: bool) -> Self {
+        self.resend_mcp_on_resume = resend;
+        self
+    }
+
+    /// The host's session id: the key the resume handle is stored under. Without one the
+    /// session never loads or stores a handle.
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Where handles are kept (overrides the profile's handle directory).
+    pub fn handles(mut self, handles: Arc<dyn HandleRepository>) -> Self {
+        self.handles = Some(handles);
+        self
+    }
+
+    /// How driver tasks run (default: [`tokio_spawner`]).
+    pub fn spawner(mut self, spawner: Spawner) -> Self {
+        self.spawner = Some(spawner);
+        self
+    }
+
+    /// The session.
+    pub fn build(self) -> AgentSession {
+        let handles = self.handles.or_else(|| {
+            self.profile
+                .handle_dir
+                .clone()
+                .map(|dir| Arc::new(HandleStore::new(dir)) as Arc<dyn HandleRepository>)
+        });
+        let workspace_uris = if self.workspace_uris.is_empty() {
+            vec!["file:///".to_owned()]
+        } else {
+            self.workspace_uris
+        };
+        AgentSession {
+            inner: Arc::new(Inner {
+                client: self.client,
+                origin: self.origin,
+                identity: self.identity,
+                profile: self.profile,
+                workspace_uris,
+                timers: self.timers,
+                limits: self.limits,
+                resend_mcp_on_resume: self.resend_mcp_on_resume,
+                session_id: self.session_id,
+                handles,
+                spawner: self.spawner.unwrap_or_else(tokio_spawner),
+                tokens: Mutex::new(self.tokens),
+                parked: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,448 @@
+//! One turn of a session: plan, open, stream, replay once on 401, rebuild once when stale,
+//! persist the handle, park the Run across a tool round.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use cursor_proto::ir::{
+    Classify as _, Conversation, ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason,
+    ToolResult, Warning, WarningCode,
+};
+use cursor_transport::{AccessToken, CallKind, RequestHeaders, RequestId};
+use futures::channel::oneshot;
+use futures::stream::{self, BoxStream, Stream, StreamExt as _};
+
+use super::{Inner, ModelChoice, lock};
+use crate::driver::{self, RunEvents, RunHandle};
+use crate::{
+    AgentError, AgentEvent, Handle, IdSeed, Loaded, Plan, ResumePoint, RunConfig, RunLabel, Session,
+};
+
+/// The events of one turn leg; see [`AgentSession::turn`](super::AgentSession::turn).
+#[must_use = "a turn makes no progress unless its events are read"]
+pub struct TurnEvents {
+    inner: BoxStream<'static, AgentEvent>,
+}
+
+impl std::fmt::Debug for TurnEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnEvents").finish_non_exhaustive()
+    }
+}
+
+impl Stream for TurnEvents {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+/// A Run in flight: its commands, its events, the tool calls of the current leg, and its
+/// typed failure once the task ends.
+struct Live {
+    handle: RunHandle,
+    events: RunEvents,
+    pending: Vec<String>,
+    finished: oneshot::Receiver<Option<AgentError>>,
+}
+
+/// What the turn knows across its legs and attempts.
+struct Ctx {
+    /// The latest transcript the host sent (after a tool round, it ends with the results).
+    conversation: Conversation,
+    model: ModelChoice,
+    token: Option<String>,
+    planner: Option<Session>,
+    label: RunLabel,
+    auth_replay_left: bool,
+    rebuild_left: bool,
+    /// An event of this turn reached the host (a Run that streamed is never replayed).
+    streamed: bool,
+}
+
+/// A Run waiting for the host's tool results, with its turn's context.
+pub(super) struct Parked {
+    live: Live,
+    ctx: Ctx,
+}
+
+impl Parked {
+    pub(super) fn cancel(self) {
+        self.live.handle.cancel();
+    }
+}
+
+enum Step {
+    Start,
+    Submit(Live, Vec<ToolResult>),
+    Stream(Live),
+    Finished,
+}
+
+struct State {
+    shared: Arc<Inner>,
+    ctx: Ctx,
+    step: Step,
+    /// Events to hand out before reading on (warnings).
+    queue: VecDeque<AgentEvent>,
+}
+
+pub(super) fn open(
+    shared: &Arc<Inner>,
+    conversation: &Conversation,
+    model: &ModelChoice,
+) -> TurnEvents {
+    let parked = lock(&shared.parked).take();
+    let (ctx, step) = match (parked, trailing_results(&conversation.messages)) {
+        (Some(mut parked), Some(results)) if answers(&parked.live.pending, &results) => {
+            parked.ctx.conversation = conversation.clone();
+            parked.live.pending.clear();
+            (parked.ctx, Step::Submit(parked.live, results))
+        }
+        (parked, _) => {
+            // A new user turn (or a transcript the host edited): a waiting Run is obsolete.
+            if let Some(parked) = parked {
+                parked.cancel();
+            }
+            (Ctx::new(conversation.clone(), model.clone()), Step::Start)
+        }
+    };
+    let state = State {
+        shared: Arc::clone(shared),
+        ctx,
+        step,
+        queue: VecDeque::new(),
+    };
+    TurnEvents {
+        inner: stream::unfold(state, next).boxed(),
+    }
+}
+
+impl Ctx {
+    fn new(conversation: Conversation, model: ModelChoice) -> Self {
+        Self {
+            conversation,
+            model,
+            token: None,
+            planner: None,
+            label: RunLabel::Rebuild,
+            auth_replay_left: true,
+            rebuild_left: true,
+            streamed: false,
+        }
+    }
+}
+
+async fn next(mut state: State) -> Option<(AgentEvent, State)> {
+    loop {
+        if let Some(event) = state.queue.pop_front() {
+            return Some((event, state));
+        }
+        match std::mem::replace(&mut state.step, Step::Finished) {
+            Step::Finished => return None,
+            Step::Start => match state.start().await {
+                Ok(live) => state.step = Step::Stream(live),
+                Err(info) => state.fail(info),
+            },
+            Step::Submit(live, results) => match live.handle.submit_tool_results(results).await {
+                Ok(()) => state.step = Step::Stream(live),
+                Err(error) => state.fail(error.to_info()),
+            },
+            Step::Stream(live) => {
+                if let Some(event) = state.on_event(live).await {
+                    return Some((event, state));
+                }
+            }
+        }
+    }
+}
+
+impl State {
+    /// Reads the Run's next event and decides what the host sees; `None` when nothing is to be
+    /// handed out yet (the state moved on: a replay, a rebuild, a queued warning, the end).
+    async fn on_event(&mut self, mut live: Live) -> Option<AgentEvent> {
+        // The driver ends its stream only after a final event; without one the host's stream
+        // ends too, and the host reports the cut-off turn.
+        let event = live.events.next().await?;
+        match event {
+            AgentEvent::Resumable(point) => {
+                self.persist(*point);
+                self.step = Step::Stream(live);
+                None
+            }
+            AgentEvent::Ir(Event::Done {
+                reason: StopReason::ToolUse,
+            }) => {
+                self.park(live);
+                Some(AgentEvent::Ir(Event::Done {
+                    reason: StopReason::ToolUse,
+                }))
+            }
+            AgentEvent::Ir(Event::Error(info)) => {
+                if self.may_replay_auth(&info) {
+                    live.handle.cancel();
+                    match self.replay_auth(&info).await {
+                        Ok(replayed) => self.step = Step::Stream(replayed),
+                        Err(failure) => self.fail(failure),
+                    }
+                    return None;
+                }
+                match self.rebuild_if_stale(live).await {
+                    Some(Ok(rebuilt)) => {
+                        self.step = Step::Stream(rebuilt);
+                        None
+                    }
+                    Some(Err(failure)) => {
+                        self.fail(failure);
+                        None
+                    }
+                    None => Some(AgentEvent::Ir(Event::Error(info))),
+                }
+            }
+            event @ AgentEvent::Ir(Event::Done { .. } | Event::Aborted) => Some(event),
+            AgentEvent::Ir(Event::ToolCall(call)) => {
+                live.pending.push(call.id.clone());
+                self.ctx.streamed = true;
+                self.step = Step::Stream(live);
+                Some(AgentEvent::Ir(Event::ToolCall(call)))
+            }
+            other => {
+                if matches!(other, AgentEvent::Ir(_)) {
+                    self.ctx.streamed = true;
+                }
+                self.step = Step::Stream(live);
+                Some(other)
+            }
+        }
+    }
+
+    /// Plans the turn's Run from the stored handle and opens it.
+    async fn start(&mut self) -> Result<Live, ErrorInfo> {
+        let token = match self.ctx.token.clone() {
+            Some(token) => token,
+            None => {
+                let tokens = Arc::clone(&*lock(&self.shared.tokens));
+                tokens.access_token().await?
+            }
+        };
+        self.ctx.token = Some(token);
+        let mut config = RunConfig::new(
+            self.ctx.model.slug.clone(),
+            String::new(),
+            IdSeed::random().map_err(ErrorInfo::from)?,
+        )
+        .with_profile(self.shared.profile.clone());
+        config
+            .workspace_uris
+            .clone_from(&self.shared.workspace_uris);
+        config.max_mode = self.ctx.model.max_mode;
+        config.timers = self.shared.timers;
+        config.limits = self.shared.limits;
+        let mut planner =
+            Session::new(config).with_resend_mcp_on_resume(self.shared.resend_mcp_on_resume);
+        let stored = self.load_handle();
+        let plan = planner.plan(stored, &self.ctx.conversation);
+        if plan.drops_handle() {
+            self.remove_handle();
+        }
+        self.ctx.label = plan.label();
+        self.ctx.planner = Some(planner);
+        self.launch(plan)
+    }
+
+    /// Opens `plan`'s Run and hands its task to the spawner.
+    fn launch(&self, plan: Plan) -> Result<Live, ErrorInfo> {
+        let token = self.ctx.token.clone().unwrap_or_default();
+        let run = plan
+            .open(&self.ctx.conversation, driver::now())
+            .map_err(ErrorInfo::from)?;
+        let request_id = RequestId::generate().map_err(ErrorInfo::from)?;
+        let headers = RequestHeaders::cli(
+            &AccessToken::new(token),
+            &self.shared.identity,
+            CallKind::Stream,
+            &request_id,
+        )
+        .map_err(ErrorInfo::from)?;
+        let (handle, events, task) = driver::start(
+            self.shared.client.clone(),
+            self.shared.origin.clone(),
+            headers,
+            run,
+        );
+        let (done, finished) = oneshot::channel();
+        (self.shared.spawner)(Box::pin(async move {
+            let run = task.await;
+            let _ = done.send(run.failure().cloned());
+        }));
+        Ok(Live {
+            handle,
+            events,
+            pending: Vec::new(),
+            finished,
+        })
+    }
+
+    /// Only the server's refusal of the token, before anything streamed, once per turn.
+    fn may_replay_auth(&self, info: &ErrorInfo) -> bool {
+        self.ctx.auth_replay_left && !self.ctx.streamed && info.is_unauthenticated()
+    }
+
+    /// Refreshes the refused token once and opens the turn's Run again with the fresh one.
+    async fn replay_auth(&mut self, refused: &ErrorInfo) -> Result<Live, ErrorInfo> {
+        self.ctx.auth_replay_left = false;
+        let rejected = self.ctx.token.take().unwrap_or_default();
+        let tokens = Arc::clone(&*lock(&self.shared.tokens));
+        let fresh = tokens.refresh(&rejected).await.map_err(|failure| {
+            ErrorInfo::new(
+                ErrorKind::Auth,
+                format!(
+                    "Cursor refused the access token ({}) and refreshing it failed: {}",
+                    refused.message, failure.message
+                ),
+                NextStep::Login,
+            )
+        })?;
+        self.ctx.token = Some(fresh);
+        self.start().await
+    }
+
+    /// After a resumed Run failed: when the resume was stale, the rebuild to stream instead
+    /// (once per turn, the handle dropped); `None` when the failure was anything else.
+    async fn rebuild_if_stale(&mut self, mut live: Live) -> Option<Result<Live, ErrorInfo>> {
+        if self.ctx.label != RunLabel::Resume || !self.ctx.rebuild_left {
+            return None;
+        }
+        let failure = (&mut live.finished).await.ok().flatten()?;
+        let plan = self.ctx.planner.as_mut()?.recover(&failure).ok()?;
+        self.ctx.rebuild_left = false;
+        self.ctx.label = RunLabel::Rebuild;
+        self.remove_handle();
+        Some(self.launch(plan))
+    }
+
+    /// Keeps the Run open for the host's tool results.
+    fn park(&mut self, live: Live) {
+        let placeholder = Ctx::new(Conversation::new(""), self.ctx.model.clone());
+        let ctx = std::mem::replace(&mut self.ctx, placeholder);
+        let previous = lock(&self.shared.parked).replace(Parked { live, ctx });
+        if let Some(previous) = previous {
+            previous.cancel();
+        }
+    }
+
+    fn fail(&mut self, info: ErrorInfo) {
+        self.step = Step::Finished;
+        self.queue.push_back(AgentEvent::Ir(Event::Error(info)));
+    }
+
+    fn warn(&mut self, code: WarningCode, message: String, next_step: Option<NextStep>) {
+        self.queue
+            .push_back(AgentEvent::Ir(Event::Warning(Warning::new(
+                code, message, next_step,
+            ))));
+    }
+
+    fn load_handle(&mut self) -> Option<Handle> {
+        let (repo, session) = (
+            self.shared.handles.clone()?,
+            self.shared.session_id.clone()?,
+        );
+        match repo.load(&session) {
+            Ok(Loaded::Found(handle)) => Some(handle),
+            Ok(Loaded::Corrupt(warning)) => {
+                self.warn(WarningCode::HandleSetAside, warning.to_string(), None);
+                None
+            }
+            Ok(_) => None,
+            Err(error) => {
+                self.warn(
+                    WarningCode::HandleSetAside,
+                    format!("the resume handle could not be read ({error}); the conversation will be rebuilt"),
+                    Some(error.next_step()),
+                );
+                None
+            }
+        }
+    }
+
+    fn remove_handle(&mut self) {
+        let (Some(repo), Some(session)) =
+            (self.shared.handles.clone(), self.shared.session_id.clone())
+        else {
+            return;
+        };
+        if let Err(error) = repo.remove(&session) {
+            self.warn(
+                WarningCode::HandleNotRemoved,
+                format!("the stale resume handle could not be removed ({error}); it will be found stale again"),
+                Some(error.next_step()),
+            );
+        }
+    }
+
+    /// Writes the completed turn's handle before its `Done` is handed out.
+    fn persist(&mut self, point: ResumePoint) {
+        let (Some(repo), Some(session)) =
+            (self.shared.handles.clone(), self.shared.session_id.clone())
+        else {
+            return;
+        };
+        let handle = Handle::from_point(point, &self.ctx.conversation);
+        if let Err(error) = repo.save(&session, &handle) {
+            self.warn(
+                WarningCode::HandleNotSaved,
+                format!("the resume handle could not be written ({error}); the next process rebuilds the conversation instead of resuming it"),
+                Some(error.next_step()),
+            );
+        }
+    }
+}
+
+/// The tool results after the transcript's last assistant message, if it ends with some.
+fn trailing_results(messages: &[Message]) -> Option<Vec<ToolResult>> {
+    let results: Vec<ToolResult> = messages
+        .iter()
+        .rev()
+        .map_while(|message| match message {
+            Message::ToolResult(result) => Some(result.clone()),
+            _ => None,
+        })
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    Some(results.into_iter().rev().collect())
+}
+
+/// Whether `results` answer exactly the `pending` calls.
+fn answers(pending: &[String], results: &[ToolResult]) -> bool {
+    pending.len() == results.len()
+        && pending
+            .iter()
+            .all(|id| results.iter().any(|result| &result.tool_call_id == id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_trailing_tool_results_count_and_must_answer_every_pending_call() {
+        let messages = vec![
+            Message::ToolResult(ToolResult::text("old", "bash", "x", false)),
+            Message::user_text("again"),
+            Message::ToolResult(ToolResult::text("a", "bash", "1", false)),
+            Message::ToolResult(ToolResult::text("b", "read", "2", false)),
+        ];
+        let results = trailing_results(&messages).unwrap();
+        let ids: Vec<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(answers(&["b".into(), "a".into()], &results));
+        assert!(!answers(&["a".into()], &results));
+        assert!(trailing_results(&[Message::user_text("hi")]).is_none());
+    }
+}
