@@ -16,7 +16,7 @@ fn approve() -> wire::ApprovalResponse {
 }
 
 /// The answer to one query, or drift for a query outside the whitelist.
-pub(crate) fn answer(query: Option<Query>) -> Result<Answer, AgentError> {
+pub(crate) fn answer(query: Option<Query>, host: &str) -> Result<Answer, AgentError> {
     Ok(match query {
         Some(Query::WebSearchRequestQuery(_)) => Answer::WebSearchRequestResponse(approve()),
         Some(Query::ExaSearchRequestQuery(_)) => Answer::ExaSearchRequestResponse(approve()),
@@ -25,25 +25,33 @@ pub(crate) fn answer(query: Option<Query>) -> Result<Answer, AgentError> {
         Some(Query::AskQuestionInteractionQuery(_)) => {
             Answer::AskQuestionInteractionResponse(wire::AskQuestionInteractionResponse {
                 result: Some(wire::AskQuestionResult {
-                    result: Some(wire::ask_question_result::Result::Error(wire::AskQuestionError {
-                        error_message: "pi cannot ask the user questions mid-turn; ask in your reply and end the turn.".into(),
-                    })),
+                    result: Some(wire::ask_question_result::Result::Error(
+                        wire::AskQuestionError {
+                            error_message: format!(
+                                "{host} cannot ask the user questions mid-turn; ask in your reply and end the turn."
+                            ),
+                        },
+                    )),
                 }),
             })
         }
         Some(Query::SwitchModeRequestQuery(_)) => {
             Answer::SwitchModeRequestResponse(wire::ApprovalResponse {
                 result: Some(wire::approval_response::Result::Rejected(wire::Rejected {
-                    reason: "pi keeps this session in agent mode.".into(),
+                    reason: format!("{host} keeps this session in agent mode."),
                 })),
             })
         }
         Some(Query::CreatePlanRequestQuery(_)) => {
             Answer::CreatePlanRequestResponse(wire::CreatePlanRequestResponse {
                 result: Some(wire::CreatePlanResult {
-                    result: Some(wire::create_plan_result::Result::Error(wire::CreatePlanError {
-                        error: "pi does not keep Cursor plans; write the plan in your reply.".into(),
-                    })),
+                    result: Some(wire::create_plan_result::Result::Error(
+                        wire::CreatePlanError {
+                            error: format!(
+                                "{host} does not keep Cursor plans; write the plan in your reply."
+                            ),
+                        },
+                    )),
                 }),
             })
         }
@@ -72,37 +80,45 @@ mod tests {
 
     #[test]
     fn hosted_tools_are_approved_with_an_empty_message() {
-        let answer = answer(Some(Query::WebSearchRequestQuery(
-            wire::WebSearchRequestQuery {},
-        )));
+        let answer = answer(
+            Some(Query::WebSearchRequestQuery(wire::WebSearchRequestQuery {})),
+            "acme",
+        );
         assert_eq!(answer, Ok(Answer::WebSearchRequestResponse(approve())));
     }
 
     #[test]
     fn mode_switch_is_rejected_and_plans_error() {
         assert!(matches!(
-            answer(Some(Query::SwitchModeRequestQuery(
-                wire::SwitchModeRequestQuery {}
-            ))),
+            answer(
+                Some(Query::SwitchModeRequestQuery(
+                    wire::SwitchModeRequestQuery {}
+                )),
+                "acme"
+            ),
             Ok(Answer::SwitchModeRequestResponse(wire::ApprovalResponse {
                 result: Some(wire::approval_response::Result::Rejected(_))
             }))
         ));
         assert!(matches!(
-            answer(Some(Query::CreatePlanRequestQuery(
-                wire::CreatePlanRequestQuery::default()
-            ))),
+            answer(
+                Some(Query::CreatePlanRequestQuery(
+                    wire::CreatePlanRequestQuery::default()
+                )),
+                "acme"
+            ),
             Ok(Answer::CreatePlanRequestResponse(_))
         ));
     }
 
     #[test]
     fn unknown_and_unlisted_queries_are_drift() {
-        assert!(answer(None).is_err());
+        assert!(answer(None, "acme").is_err());
         assert!(
-            answer(Some(Query::McpAuthRequestQuery(
-                wire::McpAuthRequestQuery {}
-            )))
+            answer(
+                Some(Query::McpAuthRequestQuery(wire::McpAuthRequestQuery {})),
+                "acme"
+            )
             .is_err()
         );
     }

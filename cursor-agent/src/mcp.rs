@@ -151,7 +151,7 @@ mod tests {
         let mut args = McpArgs {
             name: "mcp_pi_bash".into(),
             tool_call_id: "call-1".into(),
-            provider_identifier: "pi".into(),
+            provider_identifier: "acme".into(),
             ..McpArgs::default()
         };
         args.args.insert(
@@ -173,7 +173,7 @@ mod tests {
             call,
             ToolCall::new("call-1", "bash", json!({"command": "ls", "timeout": 5}))
         );
-        assert!(!foreign_provider(&args, "pi"));
+        assert!(!foreign_provider(&args, "acme"));
     }
 
     #[test]
@@ -195,7 +195,7 @@ mod tests {
         result
             .content
             .push(ToolResultContent::Image(Image::new("image/tiff", vec![3])));
-        let encoded = success(&result, &Limits::default(), "pi");
+        let encoded = success(&result, &Limits::default(), "acme");
         let Some(mcp_result::Result::Success(success)) = encoded.result else {
             panic!()
         };
@@ -203,7 +203,7 @@ mod tests {
         assert_eq!(
             success.content[0].content,
             Some(Content::Text(wire::McpTextContent {
-                text: "done\n[pi: omitted an image of unsupported type image/tiff]".into()
+                text: "done\n[acme: omitted an image of unsupported type image/tiff]".into()
             }))
         );
         assert!(matches!(&success.content[1].content, Some(Content::Image(i)) if i.data == [1, 2]));
@@ -211,10 +211,10 @@ mod tests {
 
     #[test]
     fn tool_output_is_capped_in_bytes_at_a_char_boundary() {
-        let capped = cap_bytes("ééé", 3, "pi");
+        let capped = cap_bytes("ééé", 3, "acme");
         assert_eq!(
             capped,
-            "é\n[pi: tool output truncated, showing 2 of 6 bytes]"
+            "é\n[acme: tool output truncated, showing 2 of 6 bytes]"
         );
     }
 }

@@ -245,7 +245,10 @@ mod tests {
 
     #[test]
     fn words_split_snake_kebab_and_camel_case() {
-        assert_eq!(words("mcp_pi-webSearch2"), ["mcp", "pi", "web", "search2"]);
+        assert_eq!(
+            words("mcp_acme-webSearch2"),
+            ["mcp", "acme", "web", "search2"]
+        );
         assert_eq!(words("HTTPFetch"), ["httpfetch"]);
     }
 

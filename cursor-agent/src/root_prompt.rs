@@ -298,7 +298,7 @@ mod tests {
 
     fn config() -> RunConfig {
         RunConfig::new("m", "file:///w", crate::IdSeed::fixed([1; 16]))
-            .with_profile(HostProfile::new("pi"))
+            .with_profile(HostProfile::new("acme"))
     }
 
     fn conversation() -> Conversation {
@@ -317,9 +317,9 @@ mod tests {
 
     #[test]
     fn rules_carry_system_prompt_policy_intent_map_and_contracts() {
-        let rules = rules_text(&conversation(), &HostProfile::new("pi"));
+        let rules = rules_text(&conversation(), &HostProfile::new("acme"));
         assert!(rules.starts_with("Be terse.\n\n# Local tools\n"));
-        assert!(rules.contains("MCP namespace `pi`"));
+        assert!(rules.contains("MCP namespace `acme`"));
         let other = rules_text(&conversation(), &HostProfile::new("acme"));
         assert!(other.contains("through acme's MCP tools"), "{other}");
         assert!(
@@ -327,13 +327,13 @@ mod tests {
             "{other}"
         );
         assert!(other.contains("`mcp_acme_bash`"), "{other}");
-        assert!(rules.contains("run a command → `mcp_pi_bash`"));
+        assert!(rules.contains("run a command → `mcp_acme_bash`"));
+        assert!(rules.contains(
+            "- mcp_acme_bash(command: string, timeout?: number): Run a shell command.\n"
+        ));
         assert!(
-            rules.contains(
-                "- mcp_pi_bash(command: string, timeout?: number): Run a shell command.\n"
-            )
+            rules.ends_with("- mcp_acme_multi_edit(edits?: array<{new: string, old: string}>)")
         );
-        assert!(rules.ends_with("- mcp_pi_multi_edit(edits?: array<{new: string, old: string}>)"));
     }
 
     #[test]
@@ -389,13 +389,13 @@ mod tests {
         assert_eq!(
             values[2],
             json!({"role": "assistant", "content": [
-                {"type": "tool-call", "toolCallId": "c1", "toolName": "mcp_pi_bash", "args": {"command": "ls"}}
+                {"type": "tool-call", "toolCallId": "c1", "toolName": "mcp_acme_bash", "args": {"command": "ls"}}
             ]})
         );
         assert_eq!(
             values[3],
             json!({"role": "tool", "content": [{
-                "type": "tool-result", "toolCallId": "c1", "toolName": "mcp_pi_bash",
+                "type": "tool-result", "toolCallId": "c1", "toolName": "mcp_acme_bash",
                 "result": "out", "isError": true,
                 "experimental_content": [
                     {"type": "text", "text": "out"},
@@ -409,9 +409,9 @@ mod tests {
     #[test]
     fn replayed_results_are_capped_with_a_marker() {
         let long = "é".repeat(25);
-        let capped = cap_chars(&long, 20, "pi");
+        let capped = cap_chars(&long, 20, "acme");
         assert!(capped.starts_with(&"é".repeat(20)));
-        assert!(capped.ends_with("[pi: tool result truncated, showing 20 of 25 characters]"));
-        assert_eq!(cap_chars("short", 20, "pi"), "short");
+        assert!(capped.ends_with("[acme: tool result truncated, showing 20 of 25 characters]"));
+        assert_eq!(cap_chars("short", 20, "acme"), "short");
     }
 }

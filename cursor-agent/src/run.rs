@@ -530,7 +530,7 @@ impl AgentRun {
             Some(Server::ExecServerControlMessage(control)) => self.on_exec_control(control),
             Some(Server::InteractionQuery(query)) => {
                 self.work(now);
-                let answer = interaction::answer(query.query)?;
+                let answer = interaction::answer(query.query, &self.config.profile.display_name)?;
                 self.transmits
                     .push_back(frames::interaction(query.id, answer));
                 Ok(())

@@ -5,7 +5,7 @@ use cursor_proto::ir::{
     AssistantContent, Conversation, Message, ToolResult, ToolResultContent, UserContent,
 };
 
-/// What one image is assumed to cost (matches pi's own estimator).
+/// What one image is assumed to cost (the estimate coding-agent hosts commonly use).
 pub(crate) const IMAGE_TOKENS: u64 = 1200;
 
 /// Estimated prompt tokens: characters / 4 over the rules (system prompt, policy, tool

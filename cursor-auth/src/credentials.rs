@@ -1,4 +1,4 @@
-//! Cursor OAuth credentials in the shape of pi's `auth.json` entry.
+//! Cursor OAuth credentials in the shape of a host's `auth.json` OAuth entry.
 
 use std::fmt;
 use std::time::Duration;
@@ -14,9 +14,9 @@ pub const FALLBACK_LIFETIME: Duration = Duration::from_secs(60 * 60);
 
 /// An access token, a refresh token and when to refresh.
 ///
-/// Serializes as pi's `auth.json` entry `{"type":"oauth","access":…,"refresh":…,"expires":…}`
+/// Serializes as a host's `auth.json` OAuth entry `{"type":"oauth","access":…,"refresh":…,"expires":…}`
 /// (`expires` in Unix milliseconds). Fields this crate does not know are **preserved** in
-/// [`extra`](Self::extra) and written back, as pi itself does. `Debug` and `Display` never
+/// [`extra`](Self::extra) and written back, as the host itself does. `Debug` and `Display` never
 /// show either token.
 #[non_exhaustive]
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -35,7 +35,7 @@ pub struct Credentials {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The only credential type this crate reads; pi's `api_key` entries are rejected.
+/// The only credential type this crate reads; `api_key` entries are rejected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 enum OAuthType {
     #[default]
@@ -88,7 +88,7 @@ impl Credentials {
         now_unix_ms >= self.expires
     }
 
-    /// The value pi's `getApiKey` returns: the access token.
+    /// The value a host hands its provider as the API key: the access token.
     pub fn api_key(&self) -> &str {
         &self.access
     }
@@ -98,7 +98,7 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// pi writes `expires` from a JavaScript number, which may carry a fraction.
+/// Hosts written in JavaScript write `expires` from a number, which may carry a fraction.
 fn unix_ms<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
     let number = serde_json::Number::deserialize(deserializer)?;
     number

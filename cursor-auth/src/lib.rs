@@ -5,8 +5,8 @@
 //! Cursor's login is not standard OAuth: the user opens a deep link carrying a PKCE challenge
 //! and a fresh uuid, and the client polls `GET /auth/poll?uuid=…&verifier=…` every 500 ms
 //! (404 while pending) for up to 180 s until the tokens arrive. Refresh is
-//! `POST /oauth/token` with a fixed client id. [`Credentials`] have the shape of pi's
-//! `auth.json` entry, with `expires` pulled five minutes ahead of the JWT's `exp`.
+//! `POST /oauth/token` with a fixed client id. [`Credentials`] have the shape of the OAuth
+//! entry coding-agent hosts keep in their `auth.json`, with `expires` pulled five minutes ahead of the JWT's `exp`.
 //!
 //! The protocol lives in two state machines that never touch a socket or a clock:
 //! [`LoginFlow`] and the [`refresh_request`] / [`handle_refresh_response`] pair. The async

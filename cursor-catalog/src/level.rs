@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A thinking (reasoning effort) level, named as pi names them (`--thinking off|minimal|…|max`).
+/// A thinking (reasoning effort) level, named as coding-agent hosts name them (`off|minimal|…|max`).
 ///
 /// Cursor encodes the level in a published slug (`grok-4.7-high`); [`crate::Catalog::slug_for`]
 /// maps a level to that slug. The order of the variants is the order of increasing effort.

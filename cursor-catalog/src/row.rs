@@ -136,7 +136,7 @@ impl ModelRow {
     ///
     /// A family without effort variants answers every level with its default slug, and
     /// [`ThinkingLevel::Off`] falls back to the default slug when there is no `none` variant:
-    /// there is nothing to turn off. Hosts build their level map (pi's `thinkingLevelMap`, where
+    /// there is nothing to turn off. Hosts build their level map (a `thinkingLevelMap`, where
     /// absent means unsupported) from this.
     pub fn level_slug(&self, level: ThinkingLevel) -> Option<&str> {
         if let Some(slug) = self.thinking_levels.get(&level) {

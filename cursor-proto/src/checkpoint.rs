@@ -26,7 +26,7 @@
 //! let overlay = ResumeOverlay {
 //!     appended_root_prompt_ids: &[vec![2; 32]],
 //!     workspace_uris: &["file:///new".to_owned()],
-//!     client_name: "pi",
+//!     client_name: "acme",
 //! };
 //! let state = overlay.apply(&checkpoint)?;
 //! let frame = encode_client_run_request(AgentRunRequest::default(), &state);
@@ -37,7 +37,7 @@
 //! assert_eq!(state.root_prompt_messages_json, vec![vec![1; 32], vec![2; 32]]);
 //! assert_eq!(state.turns, vec![vec![0xaa]]);
 //! assert_eq!(state.previous_workspace_uris, vec!["file:///new".to_owned()]);
-//! assert_eq!(state.client_name.as_deref(), Some("pi"));
+//! assert_eq!(state.client_name.as_deref(), Some("acme"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -139,7 +139,7 @@ mod tests {
         let overlay = ResumeOverlay {
             appended_root_prompt_ids: &[vec![2]],
             workspace_uris: &["b".to_owned()],
-            client_name: "pi",
+            client_name: "acme",
         };
         let out = overlay.apply(CHECKPOINT).unwrap();
         assert_eq!(

@@ -7,7 +7,7 @@
 //! | field | wire type | meaning |
 //! |---|---|---|
 //! | 1 | bytes, repeated | root prompt blob ids, in prompt order |
-//! | 22 | string | host name (`"pi"`) |
+//! | 22 | string | host name (for example `"my-editor"`) |
 //!
 //! Decoding skips fields it does not know, as protobuf does, and reports malformed input with a
 //! typed [`WireError`]; it never panics.
@@ -15,9 +15,9 @@
 //! ```
 //! use cursor_proto::selected_context_blob::SelectedContextBlob;
 //!
-//! let blob = SelectedContextBlob::new(vec![vec![0xab; 32]], "pi");
+//! let blob = SelectedContextBlob::new(vec![vec![0xab; 32]], "acme");
 //! let bytes = blob.encode();
-//! // Field 1 (key 0x0a) with 32 bytes, then field 22 (key 0xb2 0x01) with "pi".
+//! // Field 1 (key 0x0a) with 32 bytes, then field 22 (key 0xb2 0x01) with "acme".
 //! assert_eq!(&bytes[..2], &[0x0a, 32]);
 //! assert_eq!(&bytes[34..], &[0xb2, 0x01, 2, b'p', b'i']);
 //! assert_eq!(SelectedContextBlob::decode(&bytes)?, blob);
@@ -39,7 +39,7 @@ pub const HOST_NAME_FIELD: u32 = 22;
 pub struct SelectedContextBlob {
     /// Root prompt blob ids (each normally a 32-byte SHA-256), in prompt order.
     pub root_prompt_blob_ids: Vec<Vec<u8>>,
-    /// Name of the host the client runs in; the family always writes `"pi"`.
+    /// Name of the host the client runs in (the host profile's client name).
     pub host_name: String,
 }
 
@@ -110,7 +110,7 @@ impl SelectedContextBlob {
 mod tests {
     use super::*;
 
-    /// Two ids of two bytes each and host "pi", written out from the tag arithmetic:
+    /// Two ids of two bytes each and host "acme", written out from the tag arithmetic:
     /// field 1 wire type 2 → key (1 << 3) | 2 = 0x0a; field 22 → (22 << 3) | 2 = 178 = 0xb2 0x01.
     const TWO_IDS_AND_HOST: &[u8] = &[
         0x0a, 0x02, 0x01, 0x02, 0x0a, 0x02, 0x03, 0x04, 0xb2, 0x01, 0x02, b'p', b'i',
@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn encodes_ids_then_host_exactly_as_tag_arithmetic_says() {
-        let blob = SelectedContextBlob::new(vec![vec![1, 2], vec![3, 4]], "pi");
+        let blob = SelectedContextBlob::new(vec![vec![1, 2], vec![3, 4]], "acme");
         assert_eq!(blob.encode(), TWO_IDS_AND_HOST);
         assert_eq!(blob.encoded_len(), TWO_IDS_AND_HOST.len());
     }
@@ -127,7 +127,7 @@ mod tests {
     fn decodes_hand_built_bytes() {
         let blob = SelectedContextBlob::decode(TWO_IDS_AND_HOST).unwrap();
         assert_eq!(blob.root_prompt_blob_ids, vec![vec![1, 2], vec![3, 4]]);
-        assert_eq!(blob.host_name, "pi");
+        assert_eq!(blob.host_name, "acme");
     }
 
     #[test]

@@ -247,11 +247,11 @@ mod tests {
 
     #[test]
     fn raw_field_spans_key_length_and_value() {
-        let bytes = [0xb2, 0x01, 0x02, b'p', b'i'];
+        let bytes = [0xb2, 0x01, 0x02, b'o', b'k'];
         let field = Reader::new(&bytes).next_field().unwrap().unwrap();
         assert_eq!(field.field, 22);
         assert_eq!(field.raw, &bytes[..]);
-        assert_eq!(field.value, b"pi");
+        assert_eq!(field.value, b"ok");
     }
 
     #[test]

@@ -84,49 +84,49 @@ pub(crate) fn encode(
         }
         Native::Ls { path } => vec![Reply::LsResult(ls(path, output))],
         Native::PiRead(_) => vec![Reply::PiReadResult(wire::PiReadExecResult {
-            result: Some(pi(
+            result: Some(pi_arm(
                 output,
                 wire::pi_read_exec_result::Result::Success,
                 wire::pi_read_exec_result::Result::Error,
             )),
         })],
         Native::PiBash(_) => vec![Reply::PiBashResult(wire::PiBashExecResult {
-            result: Some(pi(
+            result: Some(pi_arm(
                 output,
                 wire::pi_bash_exec_result::Result::Success,
                 wire::pi_bash_exec_result::Result::Error,
             )),
         })],
         Native::PiEdit(_) => vec![Reply::PiEditResult(wire::PiEditExecResult {
-            result: Some(pi(
+            result: Some(pi_arm(
                 output,
                 wire::pi_edit_exec_result::Result::Success,
                 wire::pi_edit_exec_result::Result::Error,
             )),
         })],
         Native::PiWrite(_) => vec![Reply::PiWriteResult(wire::PiWriteExecResult {
-            result: Some(pi(
+            result: Some(pi_arm(
                 output,
                 wire::pi_write_exec_result::Result::Success,
                 wire::pi_write_exec_result::Result::Error,
             )),
         })],
         Native::PiGrep(_) => vec![Reply::PiGrepResult(wire::PiGrepExecResult {
-            result: Some(pi(
+            result: Some(pi_arm(
                 output,
                 wire::pi_grep_exec_result::Result::Success,
                 wire::pi_grep_exec_result::Result::Error,
             )),
         })],
         Native::PiFind(_) => vec![Reply::PiFindResult(wire::PiFindExecResult {
-            result: Some(pi(
+            result: Some(pi_arm(
                 output,
                 wire::pi_find_exec_result::Result::Success,
                 wire::pi_find_exec_result::Result::Error,
             )),
         })],
         Native::PiLs(_) => vec![Reply::PiLsResult(wire::PiLsExecResult {
-            result: Some(pi(
+            result: Some(pi_arm(
                 output,
                 wire::pi_ls_exec_result::Result::Success,
                 wire::pi_ls_exec_result::Result::Error,
@@ -425,7 +425,11 @@ fn ls(path: &str, output: &Output) -> wire::LsResult {
     }
 }
 
-fn pi<R>(output: &Output, success: fn(wire::PiOutput) -> R, error: fn(wire::ErrorText) -> R) -> R {
+fn pi_arm<R>(
+    output: &Output,
+    success: fn(wire::PiOutput) -> R,
+    error: fn(wire::ErrorText) -> R,
+) -> R {
     if output.is_error {
         error(wire::ErrorText {
             error: output.text.clone(),

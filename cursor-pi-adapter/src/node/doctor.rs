@@ -23,6 +23,7 @@ pub fn doctor(
     spawn(async move {
         let work = async {
             let handle_dir = crate::provider::PiEnv::from_env().handle_dir;
+            let warnings = state::sessions().recent_warnings();
             let input = DoctorInput {
                 credentials_json: credentials_json.as_deref(),
                 persisted_catalog: persisted_catalog.as_deref(),
@@ -30,6 +31,7 @@ pub fn doctor(
                 probe_network,
                 waiting_runs: state::sessions().waiting(),
                 handle_dir: handle_dir.as_deref(),
+                warnings: &warnings,
             };
             match state::client() {
                 Ok(client) => diagnose(&client, input).await,

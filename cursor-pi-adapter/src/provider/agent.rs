@@ -1,129 +1,97 @@
-//! The agent channel: pi turns over cursor-agent's async driver (`agent.v1.AgentService/Run`).
+//! The agent channel: pi turns as [`AgentSession`] turns (`agent.v1.AgentService/Run`).
 //!
-//! One pi session maps to one live Run while tools are pending. A leg that ends with
-//! `toolUse` keeps its Run open (the driver keeps heartbeats flowing while pi runs the tools);
-//! the next `streamSimple` call of the same session, whose transcript ends with those tool
-//! results, submits them on that Run and streams the next leg. Any other call starts a new Run,
-//! cancelling a Run the session left waiting.
-//!
-//! Across processes, a session's remote conversation is remembered by a resume
-//! [`Handle`](cursor_agent::Handle) in a [`HandleStore`]: cursor-agent's resume planner decides
-//! per Run whether to resume it (history not replayed) or rebuild it from the full transcript,
-//! and a resume found stale mid-run is rebuilt once, starting with a `Reset`.
-//!
-//! A Run refused with 401 before it streamed anything refreshes the access token once (when
-//! the channel has a [`CursorOAuth`] and pi's stored entry has a refresh token) and is
-//! replayed once with the new token; a failed refresh or a second 401 ends the turn with the
-//! auth error, whose next step is `/login cursor`.
+//! Orchestration lives in cursor-agent's host-neutral session (planning from the resume
+//! handle, tool rounds on one stream, one 401 refresh and replay, one stale rebuild, durable
+//! handles). This module only maps pi onto it: one session per pi `sessionId`, pi's profile,
+//! the slug the catalog publishes for pi's model and thinking level, and pi's credentials
+//! (the access token pi resolved, plus the stored refresh token) as the session's
+//! [`TokenSource`].
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cursor_agent::driver::{self, RunEvents, RunHandle};
-use cursor_agent::{
-    AgentError, AgentEvent, Handle, HandleStore, Loaded, Plan, RunConfig, RunLabel, Session,
-};
+use cursor_agent::session::{AgentSession, ModelChoice, TokenSource};
+use cursor_agent::{AgentEvent, HandleStore};
 use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
-use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason, ToolResult};
-use cursor_transport::{
-    AccessToken, CallKind, CliIdentity, Client, Origin, RequestHeaders, RequestId,
-};
-use futures::channel::oneshot;
-use futures::future::BoxFuture;
+use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, Warning};
+use cursor_transport::{Client, Origin};
 use futures::stream::{self, BoxStream, StreamExt};
 
 use super::{
-    Channel, ChannelKind, CursorOAuth, PiEnv, Turn, api_origin_from_env, auth_config, pi_profile,
+    Channel, ChannelKind, CursorOAuth, PiEnv, Turn, TurnOptions, api_origin_from_env, auth_config,
+    pi_profile,
 };
 
-/// Runs a driver task to completion on the host's runtime (napi's in the Node binding, tokio's
-/// in tests): the driver itself never spawns.
-pub type Spawner = Arc<dyn Fn(BoxFuture<'static, ()>) + Send + Sync>;
+pub use cursor_agent::session::Spawner;
 
-/// The Runs pi sessions left waiting for tool results, shared by every turn of the process.
+/// How many warnings [`Sessions::recent_warnings`] keeps.
+const KEPT_WARNINGS: usize = 16;
+
+/// The pi sessions of this process, each an [`AgentSession`] (which may keep a Run waiting
+/// for tool results), and the warnings their turns raised.
 #[derive(Clone, Default)]
 pub struct Sessions {
-    waiting: Arc<Mutex<HashMap<String, WaitingRun>>>,
+    sessions: Arc<Mutex<HashMap<String, AgentSession>>>,
+    warnings: Arc<Mutex<Vec<Warning>>>,
 }
 
 impl fmt::Debug for Sessions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sessions")
-            .field("waiting", &self.lock().len())
-            .finish()
+            .field("waiting", &self.waiting())
+            .finish_non_exhaustive()
     }
 }
 
 impl Sessions {
-    /// No session is waiting.
+    /// No session yet.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// How many sessions have a Run waiting for tool results.
     pub fn waiting(&self) -> usize {
-        self.lock().len()
+        lock(&self.sessions)
+            .values()
+            .filter(|session| session.is_waiting_for_tools())
+            .count()
     }
 
-    fn take(&self, session: &str) -> Option<WaitingRun> {
-        self.lock().remove(session)
+    /// The latest warnings (an unwritable handle, a corrupt one set aside), oldest first: pi
+    /// has no warning event, so `/cursor-doctor` shows them.
+    pub fn recent_warnings(&self) -> Vec<Warning> {
+        lock(&self.warnings).clone()
     }
 
-    fn park(&self, session: String, run: WaitingRun) {
-        if let Some(previous) = self.lock().insert(session, run) {
-            previous.handle.cancel();
+    fn get_or_create(&self, id: &str, create: impl FnOnce() -> AgentSession) -> AgentSession {
+        lock(&self.sessions)
+            .entry(id.to_owned())
+            .or_insert_with(create)
+            .clone()
+    }
+
+    fn remember(&self, warning: Warning) {
+        let mut warnings = lock(&self.warnings);
+        if warnings.len() == KEPT_WARNINGS {
+            warnings.remove(0);
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, WaitingRun>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+        warnings.push(warning);
     }
 }
 
-/// A running Run: its command handle, its events, and what a stale resume needs.
-struct WaitingRun {
-    handle: RunHandle,
-    events: RunEvents,
-    /// The ids of the tool calls of the current leg, in order.
-    pending: Vec<String>,
-    /// Resolves to the Run's failure once its task ends.
-    finished: oneshot::Receiver<Option<AgentError>>,
-    /// Set while the Run is a resume that may still be rebuilt once.
-    recovery: Option<Recovery>,
-    /// Set while a 401 may still be answered by one refresh and replay.
-    auth_replay: Option<AuthReplay>,
-    /// Whether an event of this Run reached pi (a Run that streamed is never replayed).
-    streamed: bool,
-}
-
-/// What replaying a Run refused with 401 needs.
-struct AuthReplay {
-    oauth: CursorOAuth,
-    refresh_token: String,
-    channel: AgentChannel,
-    turn: Turn,
-}
-
-/// What rebuilding a stale resume needs.
-struct Recovery {
-    planner: Session,
-    channel: AgentChannel,
-    turn: Turn,
-}
-
-/// The agent channel over cursor-agent's driver.
+/// The agent channel over cursor-agent's session.
 #[derive(Clone)]
 pub struct AgentChannel {
     client: Client,
     origin: Origin,
-    identity: CliIdentity,
     catalog: Catalog,
     workspace_uri: String,
     sessions: Sessions,
     spawn: Spawner,
     handles: Option<HandleStore>,
     oauth: Option<CursorOAuth>,
+    resend_mcp_on_resume: bool,
 }
 
 impl fmt::Debug for AgentChannel {
@@ -140,8 +108,8 @@ impl fmt::Debug for AgentChannel {
 
 impl AgentChannel {
     /// A channel calling `origin` through `client`, choosing slugs from `catalog`, for the
-    /// workspace at `workspace_uri`, keeping waiting Runs in `sessions` and running driver tasks
-    /// with `spawn`.
+    /// workspace at `workspace_uri`, keeping pi's sessions in `sessions` and running driver
+    /// tasks with `spawn`.
     pub fn new(
         client: Client,
         origin: Origin,
@@ -153,13 +121,13 @@ impl AgentChannel {
         Self {
             client,
             origin,
-            identity: CliIdentity::default(),
             catalog,
             workspace_uri: workspace_uri.into(),
             sessions,
             spawn,
             handles: None,
             oauth: None,
+            resend_mcp_on_resume: false,
         }
     }
 
@@ -179,11 +147,19 @@ impl AgentChannel {
         self
     }
 
-    /// The channel for this process: the agent origin from `CURSOR_PROVIDER_AGENT_ORIGIN` or
-    /// the one `store`'s snapshot discovered (else Cursor's default), the current directory as
-    /// the workspace, and resume handles where cursor-agent's `ResumeEnv` says
-    /// (`CURSOR_PROVIDER_HANDLE_DIR`, else under `$HOME`). A 401 is answered by one token
-    /// refresh against the API origin ([`api_origin_from_env`]).
+    /// Re-sends `mcp_tools` on every resume (`CURSOR_PROVIDER_RESEND_MCP_ON_RESUME=1`).
+    #[must_use]
+    pub fn with_resend_mcp_on_resume(mut self, resend: bool) -> Self {
+        self.resend_mcp_on_resume = resend;
+        self
+    }
+
+    /// The channel for this process, from [`PiEnv`]: the agent origin from
+    /// `CURSOR_PROVIDER_AGENT_ORIGIN` or the one `store`'s snapshot discovered (else Cursor's
+    /// default), the current directory as the workspace, resume handles in the profile's
+    /// handle directory (`CURSOR_PROVIDER_HANDLE_DIR`, else under `$HOME`), and
+    /// `CURSOR_PROVIDER_RESEND_MCP_ON_RESUME`. A 401 is answered by one token refresh against
+    /// the API origin ([`api_origin_from_env`]).
     ///
     /// # Errors
     ///
@@ -194,8 +170,9 @@ impl AgentChannel {
         sessions: Sessions,
         spawn: Spawner,
     ) -> Result<Self, ErrorInfo> {
+        let env = PiEnv::from_env();
         let origin = store
-            .agent_origin(PiEnv::from_env().agent_origin.as_deref())
+            .agent_origin(env.agent_origin.as_deref())
             .map_err(ErrorInfo::from)?
             .origin;
         let oauth = CursorOAuth::with_config(
@@ -211,32 +188,16 @@ impl AgentChannel {
             sessions,
             spawn,
         )
-        .with_token_refresh(oauth);
-        Ok(match PiEnv::from_env().handle_dir {
+        .with_token_refresh(oauth)
+        .with_resend_mcp_on_resume(env.resend_mcp_on_resume);
+        Ok(match env.profile().handle_dir {
             Some(dir) => channel.with_handle_store(HandleStore::new(dir)),
             None => channel,
         })
     }
 
-    /// Plans the turn's Run (resume or rebuild) from the session's stored handle and starts it;
-    /// a 401 on it may be answered by one refresh and replay.
-    fn start(&self, turn: &Turn) -> Result<WaitingRun, ErrorInfo> {
-        let mut run = self.start_once(turn)?;
-        let refresh = turn.options.refresh_token.as_deref().map(str::trim);
-        if let (Some(oauth), Some(refresh)) = (&self.oauth, refresh.filter(|r| !r.is_empty())) {
-            run.auth_replay = Some(AuthReplay {
-                oauth: oauth.clone(),
-                refresh_token: refresh.to_owned(),
-                channel: self.clone(),
-                turn: turn.clone(),
-            });
-        }
-        Ok(run)
-    }
-
-    /// Plans the turn's Run from the session's stored handle and starts it, without a replay.
-    fn start_once(&self, turn: &Turn) -> Result<WaitingRun, ErrorInfo> {
-        turn.options.access_token()?;
+    /// The published slug (and max mode) for pi's model and thinking level.
+    fn model_for(&self, turn: &Turn) -> Result<ModelChoice, ErrorInfo> {
         let level = turn
             .options
             .reasoning
@@ -245,83 +206,36 @@ impl AgentChannel {
         let slug = self
             .catalog
             .slug_for(&turn.model.id, level)
-            .map_err(ErrorInfo::from)?
-            .to_owned();
-        let mut config =
-            RunConfig::new(slug, self.workspace_uri.clone(), id_seed()?).with_profile(pi_profile());
-        config.max_mode = self
+            .map_err(ErrorInfo::from)?;
+        let max_mode = self
             .catalog
             .row(&turn.model.id)
             .is_some_and(|row| row.max_mode == MaxMode::Required);
-        let mut planner = Session::new(config);
-        let stored = self.stored_handle(turn);
-        let plan = planner.plan(stored, &turn.conversation);
-        if plan.drops_handle() {
-            self.forget_handle(turn);
-        }
-        let resuming = plan.label() == RunLabel::Resume;
-        let mut run = self.launch(plan, turn)?;
-        if resuming {
-            run.recovery = Some(Recovery {
-                planner,
-                channel: self.clone(),
-                turn: turn.clone(),
-            });
-        }
-        Ok(run)
+        Ok(ModelChoice::new(slug).with_max_mode(max_mode))
     }
 
-    /// Opens `plan`'s Run for `turn` and hands its task to the spawner; the task stores the
-    /// resume handle when the Run ends well.
-    fn launch(&self, plan: Plan, turn: &Turn) -> Result<WaitingRun, ErrorInfo> {
-        let token = turn.options.access_token()?;
-        let run = plan
-            .open(&turn.conversation, driver::now())
-            .map_err(ErrorInfo::from)?;
-        let request_id = RequestId::generate().map_err(ErrorInfo::from)?;
-        let headers = RequestHeaders::cli(
-            &AccessToken::new(token),
-            &self.identity,
-            CallKind::Stream,
-            &request_id,
-        )
-        .map_err(ErrorInfo::from)?;
-        let (handle, events, task) =
-            driver::start(self.client.clone(), self.origin.clone(), headers, run);
-        let (done, finished) = oneshot::channel();
-        let store = self.handles.clone().zip(turn.options.session_id.clone());
-        let conversation = turn.conversation.clone();
-        (self.spawn)(Box::pin(async move {
-            let run = task.await;
-            let failure = run.failure().cloned();
-            let handle = Handle::capture(&run, &conversation);
-            if let (None, Some((store, session)), Some(handle)) = (&failure, store, handle) {
-                // A handle that cannot be written only costs the next process a rebuild.
-                let _saved = store.save(&session, &handle);
+    /// pi's session for `turn`: the one kept for its `sessionId`, or a fresh one that stores
+    /// no handle when pi sent none.
+    fn session_for(&self, turn: &Turn) -> AgentSession {
+        let build = |id: Option<&str>| {
+            let tokens = Arc::new(PiTokens::of(&turn.options, self.oauth.clone()));
+            let mut builder =
+                AgentSession::builder(self.client.clone(), self.origin.clone(), tokens)
+                    .profile(pi_profile())
+                    .workspace_uri(self.workspace_uri.clone())
+                    .resend_mcp_on_resume(self.resend_mcp_on_resume)
+                    .spawner(Arc::clone(&self.spawn));
+            if let Some(id) = id {
+                builder = builder.session_id(id);
+                if let Some(store) = &self.handles {
+                    builder = builder.handles(Arc::new(store.clone()));
+                }
             }
-            let _ = done.send(failure);
-        }));
-        Ok(WaitingRun {
-            handle,
-            events,
-            pending: Vec::new(),
-            finished,
-            recovery: None,
-            auth_replay: None,
-            streamed: false,
-        })
-    }
-
-    fn stored_handle(&self, turn: &Turn) -> Option<Handle> {
-        let store = self.handles.as_ref()?;
-        let session = turn.options.session_id.as_deref()?;
-        store.load(session).ok().and_then(Loaded::handle)
-    }
-
-    fn forget_handle(&self, turn: &Turn) {
-        if let (Some(store), Some(session)) = (&self.handles, &turn.options.session_id) {
-            // A handle that cannot be removed is found stale again next time.
-            let _removed = store.remove(session);
+            builder.build()
+        };
+        match turn.options.session_id.as_deref() {
+            Some(id) => self.sessions.get_or_create(id, || build(Some(id))),
+            None => build(None),
         }
     }
 }
@@ -332,170 +246,91 @@ impl Channel for AgentChannel {
     }
 
     fn open(&self, turn: Turn) -> BoxStream<'static, Event> {
-        let session = turn.options.session_id.clone();
-        let waiting = session.as_deref().and_then(|s| self.sessions.take(s));
-        let leg = match (waiting, trailing_results(&turn.conversation.messages)) {
-            (Some(run), Some(results)) if answers(&run.pending, &results) => {
-                Leg::Submit(run, results)
-            }
-            (waiting, _) => {
-                // A new user turn (or a transcript pi edited): the waiting Run is obsolete.
-                if let Some(run) = waiting {
-                    run.handle.cancel();
-                }
-                match self.start(&turn) {
-                    Ok(run) => Leg::Stream(run),
-                    Err(info) => return stream::iter([Event::Error(info)]).boxed(),
-                }
-            }
+        let model = match self.model_for(&turn) {
+            Ok(model) => model,
+            Err(info) => return stream::iter([Event::Error(info)]).boxed(),
         };
+        let session = self.session_for(&turn);
+        // pi resolves the credential per call: the latest one is what the next Run uses.
+        session.set_token_source(Arc::new(PiTokens::of(&turn.options, self.oauth.clone())));
         let sessions = self.sessions.clone();
-        stream::unfold(Some(leg), move |leg| {
-            let sessions = sessions.clone();
-            let session = session.clone();
-            async move { next_event(leg?, &sessions, session).await }
-        })
-        .boxed()
-    }
-}
-
-/// Where a turn's stream stands.
-enum Leg {
-    /// Tool results to submit before streaming.
-    Submit(WaitingRun, Vec<ToolResult>),
-    /// Streaming the Run's events.
-    Stream(WaitingRun),
-}
-
-async fn next_event(
-    leg: Leg,
-    sessions: &Sessions,
-    session: Option<String>,
-) -> Option<(Event, Option<Leg>)> {
-    let mut run = match leg {
-        Leg::Submit(run, results) => match run.handle.submit_tool_results(results).await {
-            Ok(()) => run,
-            Err(error) => return Some((Event::Error(error.into()), None)),
-        },
-        Leg::Stream(run) => run,
-    };
-    loop {
-        let Some(event) = run.events.next().await else {
-            // The driver ends its stream only after a final event; without one the turn is
-            // cut off, which the orchestrator reports.
-            return None;
-        };
-        let AgentEvent::Ir(event) = event else {
-            // Checkpoints and exec audit records are not pi events.
-            continue;
-        };
-        match &event {
-            Event::ToolCall(call) => run.pending.push(call.id.clone()),
-            Event::Done {
-                reason: StopReason::ToolUse,
-            } => {
-                if let Some(session) = session {
-                    sessions.park(session, run);
-                }
-                return Some((event, None));
-            }
-            Event::Error(info)
-                if info.kind == ErrorKind::Auth && !run.streamed && run.auth_replay.is_some() =>
-            {
-                match replay_with_fresh_token(run, info).await {
-                    Ok(replayed) => {
-                        run = replayed;
-                        continue;
+        session
+            .turn(&turn.conversation, &model)
+            .filter_map(move |event| {
+                let event = match event {
+                    AgentEvent::Ir(Event::Warning(warning)) => {
+                        sessions.remember(warning);
+                        None
                     }
-                    Err(info) => return Some((Event::Error(info), None)),
-                }
-            }
-            Event::Error(_) if run.recovery.is_some() => match rebuild_if_stale(run).await {
-                // The rebuilt Run starts with a `Reset` of its own.
-                Some(Ok(rebuilt)) => {
-                    run = rebuilt;
-                    continue;
-                }
-                Some(Err(info)) => return Some((Event::Error(info), None)),
-                None => return Some((event, None)),
-            },
-            Event::Done { .. } | Event::Error(_) | Event::Aborted => {
-                return Some((event, None));
-            }
-            _ => {}
-        }
-        run.streamed = true;
-        return Some((event, Some(Leg::Stream(run))));
+                    AgentEvent::Ir(event) => Some(event),
+                    // Exec audit records and checkpoints are not pi events.
+                    _ => None,
+                };
+                futures::future::ready(event)
+            })
+            .boxed()
     }
 }
 
-/// After a Run was refused with 401 (`refused`) before it streamed: refreshes the access token
-/// once and starts the Run again with it, never to be replayed again. A refresh that fails
-/// ends the turn with the auth error.
-async fn replay_with_fresh_token(
-    mut run: WaitingRun,
-    refused: &ErrorInfo,
-) -> Result<WaitingRun, ErrorInfo> {
-    let Some(replay) = run.auth_replay.take() else {
-        return Err(refused.clone());
-    };
-    run.handle.cancel();
-    let access = replay.turn.options.access_token()?;
-    let fresh = replay
-        .oauth
-        .refresh_access(access, &replay.refresh_token)
-        .await
-        .map_err(|failure| {
+/// pi's credentials for one call: the access token pi resolved (`getApiKey`) and, when the JS
+/// entry found one, the stored refresh token for one refresh.
+struct PiTokens {
+    access: Option<String>,
+    refresh: Option<String>,
+    oauth: Option<CursorOAuth>,
+}
+
+impl fmt::Debug for PiTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PiTokens")
+            .field("access", &self.access.as_ref().map(|_| "<redacted>"))
+            .field("refresh", &self.refresh.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl PiTokens {
+    fn of(options: &TurnOptions, oauth: Option<CursorOAuth>) -> Self {
+        let refresh = options
+            .refresh_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|token| !token.is_empty())
+            .map(str::to_owned);
+        Self {
+            access: options.access_token().ok().map(str::to_owned),
+            refresh,
+            oauth,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl TokenSource for PiTokens {
+    async fn access_token(&self) -> Result<String, ErrorInfo> {
+        self.access.clone().ok_or_else(|| {
             ErrorInfo::new(
                 ErrorKind::Auth,
-                format!(
-                    "Cursor refused the access token ({}) and refreshing it failed: {}",
-                    refused.message, failure.message
-                ),
+                "no Cursor credentials reached the provider",
                 NextStep::Login,
             )
-        })?;
-    let mut turn = replay.turn;
-    turn.options.api_key = Some(fresh);
-    replay.channel.start_once(&turn)
-}
-
-/// After a resumed Run failed: when it failed because the resume was stale, the rebuild to
-/// stream instead (its handle dropped); `None` when the failure was anything else.
-async fn rebuild_if_stale(mut run: WaitingRun) -> Option<Result<WaitingRun, ErrorInfo>> {
-    let mut recovery = run.recovery.take()?;
-    let failure = (&mut run.finished).await.ok().flatten()?;
-    let plan = recovery.planner.recover(&failure).ok()?;
-    recovery.channel.forget_handle(&recovery.turn);
-    Some(recovery.channel.launch(plan, &recovery.turn))
-}
-
-/// The tool results after the transcript's last assistant message, if it ends with some.
-fn trailing_results(messages: &[Message]) -> Option<Vec<ToolResult>> {
-    let results: Vec<ToolResult> = messages
-        .iter()
-        .rev()
-        .map_while(|message| match message {
-            Message::ToolResult(result) => Some(result.clone()),
-            _ => None,
         })
-        .collect();
-    if results.is_empty() {
-        return None;
     }
-    Some(results.into_iter().rev().collect())
+
+    async fn refresh(&self, rejected: &str) -> Result<String, ErrorInfo> {
+        match (&self.oauth, &self.refresh) {
+            (Some(oauth), Some(refresh)) => oauth.refresh_access(rejected, refresh).await,
+            _ => Err(ErrorInfo::new(
+                ErrorKind::Auth,
+                "no refresh token is stored beside the access token",
+                NextStep::Login,
+            )),
+        }
+    }
 }
 
-/// Whether `results` answer exactly the `pending` calls.
-fn answers(pending: &[String], results: &[ToolResult]) -> bool {
-    pending.len() == results.len()
-        && pending
-            .iter()
-            .all(|id| results.iter().any(|result| &result.tool_call_id == id))
-}
-
-fn id_seed() -> Result<cursor_agent::IdSeed, ErrorInfo> {
-    cursor_agent::IdSeed::random().map_err(ErrorInfo::from)
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The current directory as a `file://` URL (Cursor's workspace root).
@@ -511,25 +346,4 @@ fn workspace_uri() -> String {
         }
     }
     uri
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_trailing_tool_results_count_and_must_answer_every_pending_call() {
-        let messages = vec![
-            Message::ToolResult(ToolResult::text("old", "bash", "x", false)),
-            Message::user_text("again"),
-            Message::ToolResult(ToolResult::text("a", "bash", "1", false)),
-            Message::ToolResult(ToolResult::text("b", "read", "2", false)),
-        ];
-        let results = trailing_results(&messages).unwrap();
-        let ids: Vec<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
-        assert_eq!(ids, ["a", "b"]);
-        assert!(answers(&["b".into(), "a".into()], &results));
-        assert!(!answers(&["a".into()], &results));
-        assert!(trailing_results(&[Message::user_text("hi")]).is_none());
-    }
 }

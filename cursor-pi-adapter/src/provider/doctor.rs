@@ -27,8 +27,13 @@ pub struct DoctorInput<'a> {
     ///
     /// [`Sessions::waiting`]: super::Sessions::waiting
     pub waiting_runs: usize,
-    /// Where resume handles are kept (cursor-agent's `ResumeEnv::handle_dir`), if anywhere.
+    /// Where resume handles are kept ([`PiEnv::handle_dir`](super::PiEnv::handle_dir)), if
+    /// anywhere.
     pub handle_dir: Option<&'a Path>,
+    /// The latest warnings of this process's turns ([`Sessions::recent_warnings`]).
+    ///
+    /// [`Sessions::recent_warnings`]: super::Sessions::recent_warnings
+    pub warnings: &'a [cursor_proto::ir::Warning],
 }
 
 /// The report, as JSON: `provider`, `channel`, `credentials`, `identity`, `network`, `handle`
@@ -43,7 +48,7 @@ pub async fn diagnose<C: HttpClient + ?Sized>(client: &C, input: DoctorInput<'_>
         "credentials": credentials_section(input.credentials_json, input.now_ms),
         "identity": identity_section(),
         "network": if input.probe_network { network_section(client).await } else { json!({"state": "not probed"}) },
-        "handle": handle_section(input.waiting_runs, input.handle_dir),
+        "handle": handle_section(input.waiting_runs, input.handle_dir, input.warnings),
         "catalog": catalog_section(input.persisted_catalog, input.now_ms),
     })
 }
@@ -108,10 +113,16 @@ async fn network_section<C: HttpClient + ?Sized>(client: &C) -> Value {
     }
 }
 
-fn handle_section(waiting_runs: usize, dir: Option<&Path>) -> Value {
+fn handle_section(
+    waiting_runs: usize,
+    dir: Option<&Path>,
+    warnings: &[cursor_proto::ir::Warning],
+) -> Value {
+    let warnings: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
     let Some(dir) = dir else {
         return json!({
             "waitingRuns": waiting_runs,
+            "warnings": warnings,
             "store": null,
             "detail": "no handle directory (set CURSOR_PROVIDER_HANDLE_DIR or HOME): every new process rebuilds the remote conversation from the transcript",
         });
@@ -125,6 +136,7 @@ fn handle_section(waiting_runs: usize, dir: Option<&Path>) -> Value {
     });
     json!({
         "waitingRuns": waiting_runs,
+        "warnings": warnings,
         "store": dir.display().to_string(),
         "storedHandles": stored.unwrap_or(0),
     })
@@ -177,6 +189,11 @@ mod tests {
             probe_network: true,
             waiting_runs: 2,
             handle_dir: None,
+            warnings: &[cursor_proto::ir::Warning::new(
+                cursor_proto::ir::WarningCode::HandleNotSaved,
+                "the resume handle could not be written (disk full)",
+                None,
+            )],
         };
         let report = diagnose(&Offline, input).await;
         let text = report.to_string();
@@ -196,6 +213,10 @@ mod tests {
         assert_eq!(report["catalog"]["source"], "static", "{text}");
         assert_eq!(report["provider"]["id"], "cursor", "{text}");
         assert_eq!(report["handle"]["waitingRuns"], 2, "{text}");
+        assert_eq!(
+            report["handle"]["warnings"][0], "the resume handle could not be written (disk full)",
+            "{text}"
+        );
     }
 
     #[tokio::test]

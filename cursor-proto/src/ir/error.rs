@@ -43,7 +43,7 @@ impl std::fmt::Display for ErrorKind {
 }
 
 /// What the user (or the host) should do about a failure, typed so each host can word it its
-/// own way: a pi host renders [`NextStep::Login`] as `/login cursor`, a CLI as its own login
+/// own way: one host renders [`NextStep::Login`] as its login command, another as a button
 /// command. [`Display`](std::fmt::Display) gives a host-neutral wording.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

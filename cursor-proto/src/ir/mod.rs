@@ -1,6 +1,6 @@
 //! The host-neutral conversation model.
 //!
-//! L6 (a host adapter such as pi's) produces a [`Conversation`]; L4 (the agent and inference
+//! L6 (a host adapter) produces a [`Conversation`]; L4 (the agent and inference
 //! channels) consumes it and produces [`Event`]s, which L6 maps back to host events. Nothing in
 //! here knows any host's or Cursor's wire shapes, so a host upgrade and a protocol change never
 //! meet in one file.

@@ -155,6 +155,51 @@ pub fn rust_sources(root: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// The crates below the pi adapter (L0–L5): their sources must not know any host.
+pub const HOST_NEUTRAL_CRATES: &[&str] = &[
+    "cursor-proto",
+    "cursor-auth",
+    "cursor-identity",
+    "cursor-transport",
+    "cursor-agent",
+    "cursor-inference",
+    "cursor-catalog",
+];
+
+/// Places in `text` that name the pi host: the word `pi` in any case (not `pi_read`,
+/// `mcp_pi_bash` or `PiOutput`, which are Cursor's wire names), a `/login` command, or a
+/// `CURSOR_PROVIDER_` switch; as `(line, what)`.
+pub fn host_words(text: &str) -> Vec<(usize, String)> {
+    let word_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut found = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let bytes = line.as_bytes();
+        let lower = line.to_ascii_lowercase();
+        let lower = lower.as_bytes();
+        for at in 0..bytes.len() {
+            let before = at.checked_sub(1).map(|i| bytes[i]);
+            let rest = &lower[at..];
+            let ends_word = |len: usize| bytes.get(at + len).is_none_or(|&c| !word_char(c));
+            let word = if rest.starts_with(b"pi")
+                && before.is_none_or(|c| !word_char(c))
+                && ends_word(2)
+            {
+                Some("pi")
+            } else if rest.starts_with(b"/login") && ends_word(6) {
+                Some("/login")
+            } else if bytes[at..].starts_with(b"CURSOR_PROVIDER_") {
+                Some("CURSOR_PROVIDER_")
+            } else {
+                None
+            };
+            if let Some(word) = word {
+                found.push((index + 1, format!("{word}: {}", line.trim())));
+            }
+        }
+    }
+    found
+}
+
 /// Source patterns that start, replace or fork a process.
 pub const SPAWN_PATTERNS: &[&str] = &[
     // `std::process::id()` and `exit` are harmless; anything that can name `Command` is not.
