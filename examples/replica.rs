@@ -22,7 +22,12 @@
 //! - `--fail-auth` [`REPLICA_FAIL_AUTH=1`]: every Run answers 401 and the refresh answers
 //!   `shouldLogout`;
 //! - `--log PATH` [`REPLICA_LOG`]: append one JSON line per Run (label `agent-resume` /
-//!   `agent-rebuild`, user texts in the root prompt, exec requests and results).
+//!   `agent-rebuild`, user texts in the root prompt, exec requests and results);
+//! - `--hold-open` [`REPLICA_HOLD_OPEN=1`], or `--hold-open-ms N` [`REPLICA_HOLD_OPEN_MS`]:
+//!   keep every Run's response open after `turn_ended`, until the client closes it or for N ms,
+//!   as Cursor may;
+//! - `--heartbeat-ms N` [`REPLICA_HEARTBEAT_MS`]: send an `InteractionUpdate.heartbeat` every
+//!   N ms while waiting for the client (tool rounds, held-open streams), as Cursor does.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
 //! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
@@ -32,9 +37,10 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
-use cursor_agent::testing::{Replica, Script};
+use cursor_agent::testing::{HoldOpen, Replica, Script};
 use cursor_catalog::Rpc;
 use cursor_catalog::testing::FixtureRoster;
 use cursor_inference::testing::Replica as InferenceReplica;
@@ -57,6 +63,8 @@ struct Options {
     port: u16,
     fail_auth: bool,
     log: Option<String>,
+    hold_open: HoldOpen,
+    heartbeat: Option<Duration>,
 }
 
 impl Options {
@@ -69,6 +77,14 @@ impl Options {
                 .unwrap_or(0),
             fail_auth: env("REPLICA_FAIL_AUTH").is_some_and(|v| v != "0"),
             log: env("REPLICA_LOG"),
+            hold_open: match (env("REPLICA_HOLD_OPEN_MS"), env("REPLICA_HOLD_OPEN")) {
+                (Some(ms), _) => HoldOpen::For(Duration::from_millis(ms.parse()?)),
+                (None, Some(v)) if v != "0" => HoldOpen::Forever,
+                _ => HoldOpen::Close,
+            },
+            heartbeat: env("REPLICA_HEARTBEAT_MS")
+                .map(|ms| ms.parse().map(Duration::from_millis))
+                .transpose()?,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -76,6 +92,15 @@ impl Options {
                 "--port" => options.port = args.next().ok_or("--port needs a number")?.parse()?,
                 "--fail-auth" => options.fail_auth = true,
                 "--log" => options.log = Some(args.next().ok_or("--log needs a path")?),
+                "--hold-open" => options.hold_open = HoldOpen::Forever,
+                "--hold-open-ms" => {
+                    let ms = args.next().ok_or("--hold-open-ms needs a number")?;
+                    options.hold_open = HoldOpen::For(Duration::from_millis(ms.parse()?));
+                }
+                "--heartbeat-ms" => {
+                    let ms = args.next().ok_or("--heartbeat-ms needs a number")?;
+                    options.heartbeat = Some(Duration::from_millis(ms.parse()?));
+                }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
         }
@@ -108,6 +133,8 @@ async fn main() -> Result<(), BoxError> {
     let inference = inference.listen(inference_builder).await?;
 
     replica.set_fail_auth(options.fail_auth);
+    replica.set_hold_open(options.hold_open);
+    replica.set_idle_heartbeat(options.heartbeat);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -135,6 +135,10 @@ pub mod session;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
+/// The host-neutral conversation model (re-exported from cursor-proto), so a host needs only
+/// this crate.
+pub use cursor_proto::ir;
+
 pub use blobs::{BlobId, BlobStore};
 pub use config::{HostProfile, IdSeed, Limits, RunConfig, Timers};
 pub use error::{AgentError, StreamOutcome};

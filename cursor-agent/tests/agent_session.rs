@@ -426,3 +426,78 @@ async fn a_corrupt_handle_is_set_aside_with_a_warning_and_the_turn_rebuilds() {
     assert!(kept, "the corrupt file was kept aside");
     assert!(stored(dir.path()).is_some(), "a fresh handle replaced it");
 }
+
+/// A sink that keeps every record.
+#[derive(Debug, Default)]
+struct Captured(std::sync::Mutex<Vec<String>>);
+
+impl cursor_agent::session::DebugSink for Captured {
+    fn record(&self, record: &serde_json::Value) {
+        self.0.lock().unwrap().push(record.to_string());
+    }
+}
+
+#[tokio::test]
+async fn debug_records_carry_decisions_and_never_tokens_prompts_or_tool_output() {
+    let replica = cursor_like_replica().await;
+    let dir = tempfile::tempdir().unwrap();
+    let sink = Arc::new(Captured::default());
+    let session = AgentSession::builder(
+        Client::new().unwrap(),
+        replica.origin(),
+        Arc::new(StaticToken::new("SECRET-TOKEN")),
+    )
+    .profile(profile())
+    .workspace_uri("file:///work")
+    .session_id(SESSION)
+    .handles(Arc::new(HandleStore::new(dir.path())))
+    .debug(sink.clone())
+    .build();
+    let bash = Tool::new(
+        "bash",
+        "Run a shell command",
+        json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+    );
+    // A native exec (translated into the host's bash tool) with secrets in every input.
+    let ask = Conversation::new("SECRET-SYSTEM")
+        .with_tool(bash)
+        .with_message(Message::user_text("run: cat SECRET-FILE"));
+    let first = leg(&session, &ask).await;
+    let Some(Event::ToolCall(call)) = ir(&first)
+        .into_iter()
+        .find(|event| matches!(event, Event::ToolCall(_)))
+    else {
+        panic!("{first:?}")
+    };
+    let answered = ask
+        .clone()
+        .with_message(Message::assistant_tool_calls(vec![call.clone()]))
+        .with_message(Message::ToolResult(ToolResult::text(
+            call.id.clone(),
+            "bash",
+            "SECRET-OUTPUT",
+            false,
+        )));
+    let second = leg(&session, &answered).await;
+    assert!(
+        text(&second).contains("SECRET-OUTPUT"),
+        "the turn really ran: {second:?}"
+    );
+
+    let records = sink.0.lock().unwrap().clone();
+    let all = records.join("\n");
+    assert!(
+        !all.contains("SECRET"),
+        "a secret leaked into the debug records:\n{all}"
+    );
+    for wanted in [
+        r#""event":"plan""#,
+        r#""run":"agent-rebuild""#,
+        r#""event":"exec""#,
+        r#""outcome":"translated""#,
+        r#""done":"toolUse""#,
+        r#""done":"stop""#,
+    ] {
+        assert!(all.contains(wanted), "no {wanted} in:\n{all}");
+    }
+}

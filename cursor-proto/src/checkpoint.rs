@@ -26,7 +26,7 @@
 //! let overlay = ResumeOverlay {
 //!     appended_root_prompt_ids: &[vec![2; 32]],
 //!     workspace_uris: &["file:///new".to_owned()],
-//!     client_name: "acme",
+//!     client_name: "ed",
 //! };
 //! let state = overlay.apply(&checkpoint)?;
 //! let frame = encode_client_run_request(AgentRunRequest::default(), &state);
@@ -37,7 +37,7 @@
 //! assert_eq!(state.root_prompt_messages_json, vec![vec![1; 32], vec![2; 32]]);
 //! assert_eq!(state.turns, vec![vec![0xaa]]);
 //! assert_eq!(state.previous_workspace_uris, vec!["file:///new".to_owned()]);
-//! assert_eq!(state.client_name.as_deref(), Some("acme"));
+//! assert_eq!(state.client_name.as_deref(), Some("ed"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -139,7 +139,7 @@ mod tests {
         let overlay = ResumeOverlay {
             appended_root_prompt_ids: &[vec![2]],
             workspace_uris: &["b".to_owned()],
-            client_name: "acme",
+            client_name: "ed",
         };
         let out = overlay.apply(CHECKPOINT).unwrap();
         assert_eq!(
@@ -150,7 +150,7 @@ mod tests {
                 0x42, 0x01, 0x07, // turn kept
                 0x0a, 0x01, 0x02, // appended root id
                 0x4a, 0x01, b'b', // new workspace
-                0xb2, 0x01, 0x02, b'p', b'i', // new client name
+                0xb2, 0x01, 0x02, b'e', b'd', // new client name
             ]
         );
     }

@@ -15,11 +15,11 @@
 //! ```
 //! use cursor_proto::selected_context_blob::SelectedContextBlob;
 //!
-//! let blob = SelectedContextBlob::new(vec![vec![0xab; 32]], "acme");
+//! let blob = SelectedContextBlob::new(vec![vec![0xab; 32]], "ed");
 //! let bytes = blob.encode();
-//! // Field 1 (key 0x0a) with 32 bytes, then field 22 (key 0xb2 0x01) with "acme".
+//! // Field 1 (key 0x0a) with 32 bytes, then field 22 (key 0xb2 0x01) with "ed".
 //! assert_eq!(&bytes[..2], &[0x0a, 32]);
-//! assert_eq!(&bytes[34..], &[0xb2, 0x01, 2, b'p', b'i']);
+//! assert_eq!(&bytes[34..], &[0xb2, 0x01, 2, b'e', b'd']);
 //! assert_eq!(SelectedContextBlob::decode(&bytes)?, blob);
 //! # Ok::<(), cursor_proto::wire::WireError>(())
 //! ```
@@ -110,15 +110,15 @@ impl SelectedContextBlob {
 mod tests {
     use super::*;
 
-    /// Two ids of two bytes each and host "acme", written out from the tag arithmetic:
+    /// Two ids of two bytes each and host "ed", written out from the tag arithmetic:
     /// field 1 wire type 2 → key (1 << 3) | 2 = 0x0a; field 22 → (22 << 3) | 2 = 178 = 0xb2 0x01.
     const TWO_IDS_AND_HOST: &[u8] = &[
-        0x0a, 0x02, 0x01, 0x02, 0x0a, 0x02, 0x03, 0x04, 0xb2, 0x01, 0x02, b'p', b'i',
+        0x0a, 0x02, 0x01, 0x02, 0x0a, 0x02, 0x03, 0x04, 0xb2, 0x01, 0x02, b'e', b'd',
     ];
 
     #[test]
     fn encodes_ids_then_host_exactly_as_tag_arithmetic_says() {
-        let blob = SelectedContextBlob::new(vec![vec![1, 2], vec![3, 4]], "acme");
+        let blob = SelectedContextBlob::new(vec![vec![1, 2], vec![3, 4]], "ed");
         assert_eq!(blob.encode(), TWO_IDS_AND_HOST);
         assert_eq!(blob.encoded_len(), TWO_IDS_AND_HOST.len());
     }
@@ -127,7 +127,7 @@ mod tests {
     fn decodes_hand_built_bytes() {
         let blob = SelectedContextBlob::decode(TWO_IDS_AND_HOST).unwrap();
         assert_eq!(blob.root_prompt_blob_ids, vec![vec![1, 2], vec![3, 4]]);
-        assert_eq!(blob.host_name, "acme");
+        assert_eq!(blob.host_name, "ed");
     }
 
     #[test]

@@ -57,6 +57,7 @@
 //! # }
 //! ```
 
+mod debug;
 mod tokens;
 mod turn;
 
@@ -64,11 +65,14 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cursor_proto::ir::Conversation;
-use cursor_transport::{CliIdentity, Client, Origin};
+
 use futures::future::BoxFuture;
 
 use crate::{HandleRepository, HandleStore, HostProfile, Limits, Timers};
 
+/// The transport pieces a session is built from, so a host needs only this crate.
+pub use cursor_transport::{CliIdentity, Client, ClientConfig, Origin};
+pub use debug::{DebugSink, JsonLinesFile};
 pub use tokens::{StaticToken, TokenSource};
 pub use turn::TurnEvents;
 
@@ -133,6 +137,7 @@ struct Inner {
     session_id: Option<String>,
     handles: Option<Arc<dyn HandleRepository>>,
     spawner: Spawner,
+    debug: Option<Arc<dyn DebugSink>>,
     tokens: Mutex<Arc<dyn TokenSource>>,
     /// The Run the last leg left waiting for tool results.
     parked: Mutex<Option<Parked>>,
@@ -166,6 +171,7 @@ impl AgentSession {
             session_id: None,
             handles: None,
             spawner: None,
+            debug: None,
         }
     }
 
@@ -221,6 +227,7 @@ pub struct SessionBuilder {
     session_id: Option<String>,
     handles: Option<Arc<dyn HandleRepository>>,
     spawner: Option<Spawner>,
+    debug: Option<Arc<dyn DebugSink>>,
 }
 
 impl fmt::Debug for SessionBuilder {
@@ -285,6 +292,13 @@ impl SessionBuilder {
         self
     }
 
+    /// Writes debug records of every turn to `sink` (see [`DebugSink`]: labels, counts,
+    /// timings and classifications only, never tokens or content).
+    pub fn debug(mut self, sink: Arc<dyn DebugSink>) -> Self {
+        self.debug = Some(sink);
+        self
+    }
+
     /// How driver tasks run (default: [`tokio_spawner`]).
     pub fn spawner(mut self, spawner: Spawner) -> Self {
         self.spawner = Some(spawner);
@@ -317,6 +331,7 @@ impl SessionBuilder {
                 session_id: self.session_id,
                 handles,
                 spawner: self.spawner.unwrap_or_else(tokio_spawner),
+                debug: self.debug,
                 tokens: Mutex::new(self.tokens),
                 parked: Mutex::new(None),
             }),

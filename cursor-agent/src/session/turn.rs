@@ -88,6 +88,18 @@ struct State {
     step: Step,
     /// Events to hand out before reading on (warnings).
     queue: VecDeque<AgentEvent>,
+    /// What the leg handed out so far, for its debug record.
+    counts: LegCounts,
+}
+
+/// A leg's events by kind and its start, for the debug record (never their content).
+#[derive(Default)]
+struct LegCounts {
+    started: Option<std::time::Instant>,
+    text: usize,
+    thinking: usize,
+    tool_calls: usize,
+    execs: usize,
 }
 
 pub(super) fn open(
@@ -115,6 +127,10 @@ pub(super) fn open(
         ctx,
         step,
         queue: VecDeque::new(),
+        counts: LegCounts {
+            started: Some(std::time::Instant::now()),
+            ..LegCounts::default()
+        },
     };
     TurnEvents {
         inner: stream::unfold(state, next).boxed(),
@@ -137,9 +153,15 @@ impl Ctx {
 }
 
 async fn next(mut state: State) -> Option<(AgentEvent, State)> {
+    let event = next_event(&mut state).await?;
+    state.note_event(&event);
+    Some((event, state))
+}
+
+async fn next_event(state: &mut State) -> Option<AgentEvent> {
     loop {
         if let Some(event) = state.queue.pop_front() {
-            return Some((event, state));
+            return Some(event);
         }
         match std::mem::replace(&mut state.step, Step::Finished) {
             Step::Finished => return None,
@@ -153,7 +175,7 @@ async fn next(mut state: State) -> Option<(AgentEvent, State)> {
             },
             Step::Stream(live) => {
                 if let Some(event) = state.on_event(live).await {
-                    return Some((event, state));
+                    return Some(event);
                 }
             }
         }
@@ -161,6 +183,69 @@ async fn next(mut state: State) -> Option<(AgentEvent, State)> {
 }
 
 impl State {
+    fn debug(&self, record: serde_json::Value) {
+        if let Some(sink) = &self.shared.debug {
+            sink.record(&record);
+        }
+    }
+
+    /// Counts what the host sees and records decisions and leg ends (labels only).
+    fn note_event(&mut self, event: &AgentEvent) {
+        if self.shared.debug.is_none() {
+            return;
+        }
+        let counts = &mut self.counts;
+        match event {
+            AgentEvent::Ir(Event::TextDelta { .. }) => counts.text += 1,
+            AgentEvent::Ir(Event::ThinkingDelta { .. }) => counts.thinking += 1,
+            AgentEvent::Ir(Event::ToolCall(_)) => counts.tool_calls += 1,
+            AgentEvent::Exec(audit) => {
+                counts.execs += 1;
+                let outcome = match &audit.outcome {
+                    crate::ExecOutcome::Refused => "refused",
+                    crate::ExecOutcome::Thrown => "thrown",
+                    crate::ExecOutcome::ContextReported => "contextReported",
+                    crate::ExecOutcome::Translated { .. } => "translated",
+                    crate::ExecOutcome::HostToolCall { .. } => "hostToolCall",
+                    crate::ExecOutcome::ToolNotFound { .. } => "toolNotFound",
+                };
+                let arm = format!("{:?}", audit.arm);
+                self.debug(serde_json::json!({"event": "exec", "arm": arm, "outcome": outcome}));
+            }
+            AgentEvent::Ir(Event::Warning(warning)) => {
+                self.debug(serde_json::json!({"event": "warning", "code": warning.code}));
+            }
+            AgentEvent::Ir(end @ (Event::Done { .. } | Event::Error(_) | Event::Aborted)) => {
+                let ms = counts.started.map_or(0, |at| {
+                    u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)
+                });
+                let mut record = serde_json::json!({
+                    "event": "legEnd",
+                    "run": self.ctx.label.as_str(),
+                    "ms": ms,
+                    "textDeltas": counts.text,
+                    "thinkingDeltas": counts.thinking,
+                    "toolCalls": counts.tool_calls,
+                    "execs": counts.execs,
+                });
+                match end {
+                    Event::Done { reason } => record["done"] = serde_json::json!(reason),
+                    Event::Error(info) => {
+                        record["error"] = serde_json::json!({
+                            "kind": info.kind,
+                            "nextStep": step_name(&info.next_step),
+                            "httpStatus": info.http_status,
+                            "code": info.code,
+                        });
+                    }
+                    _ => record["aborted"] = serde_json::json!(true),
+                }
+                self.debug(record);
+            }
+            _ => {}
+        }
+    }
+
     /// Reads the Run's next event and decides what the host sees; `None` when nothing is to be
     /// handed out yet (the state moved on: a replay, a rebuild, a queued warning, the end).
     async fn on_event(&mut self, mut live: Live) -> Option<AgentEvent> {
@@ -245,6 +330,10 @@ impl State {
             Session::new(config).with_resend_mcp_on_resume(self.shared.resend_mcp_on_resume);
         let stored = self.load_handle();
         let plan = planner.plan(stored, &self.ctx.conversation);
+        if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
+            record["event"] = serde_json::json!("plan");
+            self.debug(record);
+        }
         if plan.drops_handle() {
             self.remove_handle();
         }
@@ -294,6 +383,7 @@ impl State {
     /// Refreshes the refused token once and opens the turn's Run again with the fresh one.
     async fn replay_auth(&mut self, refused: &ErrorInfo) -> Result<Live, ErrorInfo> {
         self.ctx.auth_replay_left = false;
+        self.debug(serde_json::json!({"event": "authReplay"}));
         let rejected = self.ctx.token.take().unwrap_or_default();
         let tokens = Arc::clone(&*lock(&self.shared.tokens));
         let fresh = tokens.refresh(&rejected).await.map_err(|failure| {
@@ -320,6 +410,10 @@ impl State {
         let plan = self.ctx.planner.as_mut()?.recover(&failure).ok()?;
         self.ctx.rebuild_left = false;
         self.ctx.label = RunLabel::Rebuild;
+        if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
+            record["event"] = serde_json::json!("staleRebuild");
+            self.debug(record);
+        }
         self.remove_handle();
         Some(self.launch(plan))
     }
@@ -400,6 +494,19 @@ impl State {
             );
         }
     }
+}
+
+/// A next step's tag (`login`, `retry`, ...) without its detail text.
+fn step_name(step: &NextStep) -> String {
+    serde_json::to_value(step)
+        .ok()
+        .and_then(|value| {
+            value
+                .get("step")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
 }
 
 /// The tool results after the transcript's last assistant message, if it ends with some.

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cursor_agent::session::{AgentSession, ModelChoice, TokenSource};
+use cursor_agent::session::{AgentSession, DebugSink, JsonLinesFile, ModelChoice, TokenSource};
 use cursor_agent::{AgentEvent, HandleStore};
 use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
 use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, Warning};
@@ -92,6 +92,7 @@ pub struct AgentChannel {
     handles: Option<HandleStore>,
     oauth: Option<CursorOAuth>,
     resend_mcp_on_resume: bool,
+    debug: Option<Arc<dyn DebugSink>>,
 }
 
 impl fmt::Debug for AgentChannel {
@@ -128,7 +129,15 @@ impl AgentChannel {
             handles: None,
             oauth: None,
             resend_mcp_on_resume: false,
+            debug: None,
         }
+    }
+
+    /// Writes every turn's debug records to `sink` (`CURSOR_PROVIDER_DEBUG=1`).
+    #[must_use]
+    pub fn with_debug(mut self, sink: Arc<dyn DebugSink>) -> Self {
+        self.debug = Some(sink);
+        self
     }
 
     /// Answers a Run refused with 401 by refreshing the access token once through `oauth` and
@@ -158,7 +167,8 @@ impl AgentChannel {
     /// `CURSOR_PROVIDER_AGENT_ORIGIN` or the one `store`'s snapshot discovered (else Cursor's
     /// default), the current directory as the workspace, resume handles in the profile's
     /// handle directory (`CURSOR_PROVIDER_HANDLE_DIR`, else under `$HOME`), and
-    /// `CURSOR_PROVIDER_RESEND_MCP_ON_RESUME`. A 401 is answered by one token refresh against
+    /// `CURSOR_PROVIDER_RESEND_MCP_ON_RESUME`, and debug records with `CURSOR_PROVIDER_DEBUG=1`
+    /// ([`PiEnv::debug_file`]). A 401 is answered by one token refresh against
     /// the API origin ([`api_origin_from_env`]).
     ///
     /// # Errors
@@ -190,6 +200,10 @@ impl AgentChannel {
         )
         .with_token_refresh(oauth)
         .with_resend_mcp_on_resume(env.resend_mcp_on_resume);
+        let channel = match (&env.debug_file, env.debug) {
+            (Some(file), true) => channel.with_debug(Arc::new(JsonLinesFile::new(file))),
+            _ => channel,
+        };
         Ok(match env.profile().handle_dir {
             Some(dir) => channel.with_handle_store(HandleStore::new(dir)),
             None => channel,
@@ -225,6 +239,9 @@ impl AgentChannel {
                     .workspace_uri(self.workspace_uri.clone())
                     .resend_mcp_on_resume(self.resend_mcp_on_resume)
                     .spawner(Arc::clone(&self.spawn));
+            if let Some(sink) = &self.debug {
+                builder = builder.debug(Arc::clone(sink));
+            }
             if let Some(id) = id {
                 builder = builder.session_id(id);
                 if let Some(store) = &self.handles {

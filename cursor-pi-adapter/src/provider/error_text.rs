@@ -45,7 +45,7 @@ pub fn pi_next_step(step: &NextStep) -> String {
                 .to_owned()
         }
         NextStep::UpdateCrates => {
-            "update the cursor crates; if it persists, report it with a debug record (CURSOR_PROVIDER_DEBUG=1)"
+            "update the cursor crates; if it persists, report it with a debug record (run pi with CURSOR_PROVIDER_DEBUG=1; records go to ~/.config/pi/agent/cursor-provider/debug.jsonl)"
                 .to_owned()
         }
         NextStep::UseTool { tool } => format!(

@@ -26,6 +26,9 @@ pub struct PiEnv {
     pub resend_mcp_on_resume: bool,
     /// [`DEBUG_ENV`]` = 1`.
     pub debug: bool,
+    /// Where debug records go when [`debug`](Self::debug) is on:
+    /// `$HOME/.config/pi/agent/cursor-provider/debug.jsonl`, else beside the handles.
+    pub debug_file: Option<PathBuf>,
     /// [`AGENT_ORIGIN_ENV`], trimmed; empty counts as unset.
     pub agent_origin: Option<String>,
 }
@@ -39,14 +42,16 @@ impl PiEnv {
     /// Reads the switches through `lookup` (tests pass their own).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> Self {
         let set = |name: &str| lookup(name).is_some_and(|v| v == "1");
+        let base = lookup("HOME")
+            .filter(|v| !v.is_empty())
+            .map(|home| PathBuf::from(home).join(".config/pi/agent/cursor-provider"));
         let handle_dir = lookup(HANDLE_DIR_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
-            .or_else(|| {
-                lookup("HOME").filter(|v| !v.is_empty()).map(|home| {
-                    PathBuf::from(home).join(".config/pi/agent/cursor-provider/handles")
-                })
-            });
+            .or_else(|| base.as_ref().map(|base| base.join("handles")));
+        let debug_file = base
+            .or_else(|| handle_dir.clone())
+            .map(|dir| dir.join("debug.jsonl"));
         let agent_origin = lookup(AGENT_ORIGIN_ENV)
             .map(|v| v.to_string_lossy().trim().to_owned())
             .filter(|v| !v.is_empty());
@@ -54,6 +59,7 @@ impl PiEnv {
             handle_dir,
             resend_mcp_on_resume: set(RESEND_MCP_ENV),
             debug: set(DEBUG_ENV),
+            debug_file,
             agent_origin,
         }
     }
@@ -100,6 +106,12 @@ mod tests {
             ))
         );
         assert_eq!(home.profile().handle_dir, home.handle_dir);
+        assert_eq!(
+            home.debug_file,
+            Some(PathBuf::from(
+                "/home/u/.config/pi/agent/cursor-provider/debug.jsonl"
+            ))
+        );
     }
 
     #[test]

@@ -15,7 +15,8 @@
 #   - `-p "tool: bash {…}"`: the same through an MCP call of pi's tool;
 #   - resume across processes: one pi process is asked to remember a pass phrase, a second
 #     (`-c`, the same pi session) recalls it, and the replica saw the second Run as a resume of
-#     the same remote conversation without the history replayed;
+#     the same remote conversation without the history replayed; that replica keeps every
+#     response open after `turn_ended` and sends heartbeats, as Cursor may;
 #   - `--mode rpc` abort: a Run the replica keeps silent is aborted with {"type":"abort"}, pi
 #     ends the turn with stopReason `aborted`, and the replica saw the Run cancelled
 #     (test/rpc-abort.mjs);
@@ -88,6 +89,10 @@ refusing=$origin
 # Its own replica for the abort, so a silent Run it queues can never reach another check.
 start_replica stalling
 stalling=$origin
+# A replica that behaves like Cursor after a turn: it keeps the response open and sends
+# heartbeats, so the resume check proves the handle is stored before pi sees the turn done.
+start_replica holding --hold-open --heartbeat-ms 50
+holding=$origin
 
 mkdir -p "$work/home/.pi/agent"
 auth="$work/home/.pi/agent/auth.json"
@@ -127,6 +132,16 @@ pi_kept() {
   entry=$1
   shift
   (cd "$work" && HOME="$work/home" PI_SKIP_VERSION_CHECK=1 node "$entry" --offline --session-dir "$work/sessions" "$@" </dev/null)
+}
+
+# pi_holding <entry> <args...>: pi_kept against the replica that holds responses open.
+pi_holding() {
+  (
+    CURSOR_PROVIDER_AGENT_ORIGIN=$holding
+    CURSOR_PROVIDER_API_ORIGIN=$holding
+    export CURSOR_PROVIDER_AGENT_ORIGIN CURSOR_PROVIDER_API_ORIGIN
+    pi_kept "$@"
+  )
 }
 
 # runs_logged <log>: how many Runs a replica finished.
@@ -192,16 +207,16 @@ for version in 0.99.1 1.0.3 1.6.0; do
   esac
   end
 
-  begin "$version resume across processes"
+  begin "$version resume across processes (server holds the response open)"
   rm -rf "$work/sessions"
   remember="remember the pass phrase XK-PLATYPUS-77 / $version"
-  pi_kept "$entry" -e "$ext" --model "$model" -p "$remember" >/dev/null 2>&1 || problem "remember exited $?"
-  out=$(pi_kept "$entry" -e "$ext" -c --model "$model" -p "what did I ask you to remember?" 2>&1) || problem "recall exited $?"
+  pi_holding "$entry" -e "$ext" --model "$model" -p "$remember" >/dev/null 2>&1 || problem "remember exited $?"
+  out=$(pi_holding "$entry" -e "$ext" -c --model "$model" -p "what did I ask you to remember?" 2>&1) || problem "recall exited $?"
   case "$out" in
     *"XK-PLATYPUS-77 / $version"*) ;;
     *) problem "recall printed: $out" ;;
   esac
-  record=$(tail -n 1 "$work/runs.jsonl")
+  record=$(tail -n 1 "$work/holding.jsonl")
   case "$record" in
     *'"label":"agent-resume"'*'"historyReplayed":false'*) ;;
     *) problem "recall was not a resume without history: $record" ;;
