@@ -120,6 +120,19 @@ impl Handle {
     }
 }
 
+impl cursor_proto::ir::Classify for HandleFileError {
+    /// A damaged or foreign file on this machine.
+    fn kind(&self) -> cursor_proto::ir::ErrorKind {
+        cursor_proto::ir::ErrorKind::Local
+    }
+
+    fn next_step(&self) -> cursor_proto::ir::NextStep {
+        cursor_proto::ir::NextStep::fix_local(
+            "nothing is lost: the file is set aside and the conversation rebuilt from the transcript",
+        )
+    }
+}
+
 /// Why a handle file could not be read.
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]

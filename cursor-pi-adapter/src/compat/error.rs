@@ -1,6 +1,6 @@
 //! Why a pi shape could not be mapped, classified for the host.
 
-use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
+use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 
 use super::TESTED_PI_VERSIONS;
 
@@ -64,15 +64,22 @@ pub enum CompatError {
     },
 }
 
+impl Classify for CompatError {
+    /// pi sent a shape this adapter does not know: a host drift, fixed on this machine.
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Local
+    }
+
+    fn next_step(&self) -> NextStep {
+        NextStep::fix_config(format!(
+            "use a pi version this adapter was tested with ({TESTED_PI_VERSIONS}) or upgrade cursor-pi-adapter"
+        ))
+    }
+}
+
 impl From<CompatError> for ErrorInfo {
     fn from(error: CompatError) -> Self {
-        Self::new(
-            ErrorKind::Local,
-            error.to_string(),
-            NextStep::fix_config(format!(
-                "use a pi version this adapter was tested with ({TESTED_PI_VERSIONS}) or upgrade cursor-pi-adapter"
-            )),
-        )
+        error.to_info()
     }
 }
 
