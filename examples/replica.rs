@@ -4,6 +4,8 @@
 //!
 //! - `agent.v1.AgentService/Run` with `cursor_agent::testing::Replica` (root-prompt blobs over
 //!   KV, checkpoints, native and MCP execs, resume by conversation id);
+//! - the two usage RPCs (`DashboardService/GetCurrentPeriodUsage`, `GetPlanInfo`) from the
+//!   catalog fixture's realistic account (`FixtureUsage::realistic`);
 //! - the four catalog RPCs from the catalog fixture's realistic roster, with
 //!   `GetServerConfig` naming this origin as the agent host;
 //! - the token refresh `POST /oauth/token`;
@@ -45,8 +47,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use cursor_agent::testing::{HoldOpen, Replica, Script};
-use cursor_catalog::Rpc;
-use cursor_catalog::testing::FixtureRoster;
+use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
+use cursor_catalog::{Rpc, UsageRpc};
 use cursor_inference::testing::Replica as InferenceReplica;
 use cursor_proto::agent::v1::{
     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
@@ -241,6 +243,10 @@ fn answer(
         .is_some_and(|token| !token.trim().is_empty());
     if !bearer {
         return error(401, Code::Unauthenticated, "missing bearer token");
+    }
+    if let Some(rpc) = UsageRpc::from_path(path) {
+        let body = usage_body(&FixtureUsage::realistic(), rpc);
+        return with_type(Response::new(Bytes::from(body)), "application/proto");
     }
     let roster = FixtureRoster::realistic();
     let body = match Rpc::from_path(path) {

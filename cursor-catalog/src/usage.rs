@@ -134,7 +134,7 @@ impl AccountUsage {
         plan: &GetPlanInfoResponse,
     ) -> Self {
         let plan_info = plan.plan_info.as_ref();
-        let plan_usage = usage.plan_usage.clone().unwrap_or_default();
+        let plan_usage = usage.plan_usage.unwrap_or_default();
         let spend = usage.spend_limit_usage.clone().unwrap_or_default();
         Self {
             plan_name: plan_info

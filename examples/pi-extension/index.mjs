@@ -191,6 +191,27 @@ export default function cursorProvider(pi) {
     },
   });
 
+  pi.registerCommand?.("cursor-usage", {
+    description: "Show the Cursor account's plan and how much of the billing period is used",
+    handler: async (_args, ctx) => {
+      const credentials = readJson(join(agentDir(), "auth.json"))?.[info.id];
+      let text;
+      let level = "info";
+      try {
+        const report = await nativeCall((onDone) =>
+          native.usage(credentials ? JSON.stringify(credentials) : undefined, onDone),
+        );
+        text = report.text;
+      } catch (error) {
+        text = `cursor usage: ${error.message}`;
+        level = "error";
+      }
+      if (ctx?.hasUI) ctx.ui.notify(text, level);
+      else if (level === "error") process.stderr.write(`${text}\n`);
+      else process.stdout.write(`${text}\n`);
+    },
+  });
+
   pi.registerCommand?.("cursor-doctor", {
     description: "Show the Cursor provider's state: channel, credentials, identity, network, catalog",
     handler: async (args, ctx) => {

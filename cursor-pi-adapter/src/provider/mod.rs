@@ -83,6 +83,7 @@ mod profile;
 mod retry_words;
 mod turn;
 mod unavailable;
+mod usage;
 
 pub use abort::{AbortHandle, AbortSignal, abort_pair};
 pub use agent::{AgentChannel, Sessions, Spawner};
@@ -100,6 +101,7 @@ pub use orchestrator::Provider;
 pub use profile::{AGENT_ORIGIN_ENV, DEBUG_ENV, HANDLE_DIR_ENV, PiEnv, RESEND_MCP_ENV, pi_profile};
 pub use turn::{Turn, TurnOptions};
 pub use unavailable::UnavailableChannel;
+pub use usage::{account_usage, usage_text, usage_token};
 
 /// The provider id pi knows this provider by (`--model cursor/<id>`, `/login cursor`).
 pub const PROVIDER_ID: &str = "cursor";

@@ -25,7 +25,11 @@
 #     its one replay);
 #   - `-p ping` with CURSOR_PROVIDER_CHANNEL=inference and the API origin on the replica's
 #     RunInference listener prints `pong`, and the agent replica saw no Run (no fallback);
-#   - `-p /cursor-doctor --offline` prints the report without the seeded tokens.
+#   - `-p /cursor-doctor --offline` prints the report without the seeded tokens;
+#   - `-p /cursor-usage` prints the replica account's plan and usage, and a classified network
+#     error when the API origin refuses connections;
+#   - headless: with no auth.json, CURSOR_ACCESS_TOKEN/CURSOR_REFRESH_TOKEN list the models,
+#     answer `-p ping`, refresh on a 401, show as redacted in the doctor and are written nowhere.
 # Then it measures what loading the extension adds to `pi --list-models` (COLD_START_RUNS
 # runs each, default 10; 0 skips it), and the latency from a replica text frame to pi's
 # message_update over a burst of LATENCY_DELTAS back-to-back deltas (default 200; 0 skips it;
@@ -287,6 +291,19 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *seeded-access* | *seeded-refresh*) problem "printed a token" ;;
     *'"accessToken": "present (redacted)"'*) ;;
     *) problem "printed: $out" ;;
+  esac
+  end
+
+  begin "$version /cursor-usage: plan and period from the replica, a network error offline"
+  out=$(pi "$entry" -e "$ext" -p "/cursor-usage" 2>&1) || problem "exited $?"
+  case "$out" in
+    *"Cursor plan: Pro (\$20/mo)"*"Included usage: \$12.34 of \$20.00 used (61.7%)"*) ;;
+    *) problem "printed: $out" ;;
+  esac
+  out=$(CURSOR_PROVIDER_API_ORIGIN=http://127.0.0.1:1 pi "$entry" -e "$ext" -p "/cursor-usage" 2>&1) || true
+  case "$out" in
+    *"cursor usage: network error: "*"(next step: "*) ;;
+    *) problem "offline printed: $out" ;;
   esac
   end
 

@@ -7,7 +7,7 @@
 #     `pong`;
 #   doctor and model: with a stored credential, `/cursor-doctor --offline` shows the report
 #     with the tokens redacted, and `/model` lists the cursor models and selects one, which the
-#     footer then names.
+#     footer then names; `/cursor-usage` shows the replica account's plan.
 # Every screen seen is kept; on a failure the last one is printed as text. Needs tmux.
 # CURSOR_PI_SKIP_BUILD=1 uses the addon in native/ and the replica already built. The last
 # line is `N passed, M failed`.
@@ -150,6 +150,8 @@ for version in ${TUI_PI_VERSIONS:-1.6.0}; do
   case "$(screen)" in
     *tui-secret-*) problem "the doctor showed a token" ;;
   esac
+  type_line "/cursor-usage"
+  wait_for "Cursor plan: Pro" 15 || problem "/cursor-usage showed no plan"
   select_model composer-2.5-fast
   wait_for "composer-2.5-fast •" 10 || problem "the footer does not name composer-2.5-fast"
   type_line "ping"
