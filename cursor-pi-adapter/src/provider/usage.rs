@@ -3,10 +3,10 @@
 
 use cursor_auth::Credentials;
 use cursor_catalog::{AccountUsage, UsageRpcs, fetch_usage};
-use cursor_proto::ir::{ErrorInfo, ErrorKind};
+use cursor_proto::ir::{Classify as _, ErrorInfo, ErrorKind, NextStep};
 use serde_json::{Value, json};
 
-use super::{HeadlessTokens, LOGIN_NEXT_STEP};
+use super::HeadlessTokens;
 
 /// The token the usage calls send: the stored `/login cursor` credential's, else the headless
 /// one.
@@ -25,17 +25,17 @@ pub fn usage_token(
             ErrorInfo::new(
                 ErrorKind::Auth,
                 "there is no Cursor credential to ask for the usage with",
-                LOGIN_NEXT_STEP,
+                NextStep::Login,
             )
         });
     };
     let credentials = Credentials::from_json(json)
-        .map_err(|error| ErrorInfo::new(ErrorKind::Auth, error.to_string(), LOGIN_NEXT_STEP))?;
+        .map_err(|error| ErrorInfo::new(ErrorKind::Auth, error.to_string(), NextStep::Login))?;
     if credentials.is_expired(now_ms) {
         return Err(ErrorInfo::new(
             ErrorKind::Auth,
-            "the stored Cursor token has expired",
-            "send any prompt to a cursor model first (pi then refreshes the token), or run /login cursor",
+            "the stored Cursor token has expired (pi refreshes it on the next prompt to a cursor model)",
+            NextStep::Login,
         ));
     }
     Ok(credentials.access)
@@ -182,10 +182,10 @@ mod tests {
         assert_eq!(usage_token(None, Some(&headless), 1000).unwrap(), "env");
         let expired = usage_token(Some(stored), Some(&headless), 9000).unwrap_err();
         assert_eq!(expired.kind, ErrorKind::Auth);
-        assert!(expired.next_step.contains("/login cursor"), "{expired}");
+        assert_eq!(expired.next_step, NextStep::Login, "{expired}");
         assert_eq!(
             usage_token(None, None, 0).unwrap_err().next_step,
-            LOGIN_NEXT_STEP
+            NextStep::Login
         );
     }
 }
