@@ -25,7 +25,9 @@ command -v tmux >/dev/null 2>&1 || { echo "tui.sh: tmux is required (apt-get ins
 eval "$(bash tools/pi/install.sh 2>/dev/null)"
 
 work=$(mktemp -d)
-socket="cursor-tui-$$"
+# One tmux server per check: a new session on a server still shutting down can fail.
+checks=0
+socket="cursor-tui-$$-0"
 replica_pid=""
 cleanup() {
   tmux -L "$socket" kill-server 2>/dev/null || true
@@ -49,6 +51,8 @@ failed=0
 begin() {
   check=$1
   problems=""
+  checks=$((checks + 1))
+  socket="cursor-tui-$$-$checks"
   : >"$work/screens.txt"
 }
 problem() {
@@ -114,7 +118,7 @@ for version in ${TUI_PI_VERSIONS:-1.6.0}; do
   begin "$version TUI: /login cursor shows the link, completes the poll, then a prompt is answered"
   home="$work/login-home-$version"
   mkdir -p "$home"
-  start_pi "$entry" "$home"
+  start_pi "$entry" "$home" || problem "tmux could not start pi"
   wait_for "Warning: No models available" 20 || problem "pi did not start without models"
   # The first Enter picks `cursor` in the completion list, the second runs the command.
   tmux -L "$socket" send-keys -t pi -l "/login cursor"
@@ -139,7 +143,7 @@ for version in ${TUI_PI_VERSIONS:-1.6.0}; do
   mkdir -p "$home/.pi/agent"
   printf '%s' '{"cursor":{"type":"oauth","access":"tui-secret-access","refresh":"tui-secret-refresh","expires":4102444800000}}' >"$home/.pi/agent/auth.json"
   chmod 600 "$home/.pi/agent/auth.json"
-  start_pi "$entry" "$home"
+  start_pi "$entry" "$home" || problem "tmux could not start pi"
   wait_for "index.mjs" 20 || problem "pi did not start with the extension"
   tmux -L "$socket" send-keys -t pi -l "/cursor-doctor --offline"
   sleep 0.5
