@@ -8,7 +8,7 @@
 #
 # Releases are tagged v<version> (see each crate's CHANGELOG.md). Before the first tag exists the
 # baseline is the crates as `cargo package` packs them from the current tree, which proves the
-# wiring and reports nothing. CI runs this script with SEMVER_CHECKS=1 (see .ci/run).
+# wiring and reports nothing. `SEMVER_CHECKS=1 bash .ci/run` runs this script in CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +30,7 @@ for crate in "${crates[@]}"; do args+=(--package "$crate"); done
 
 if git rev-parse --verify --quiet "$baseline^{commit}" >/dev/null; then
   echo "semver-checks.sh: baseline $baseline"
-  exec cargo semver-checks check-release "${args[@]}" --baseline-rev "$baseline"
+  exec cargo semver-checks "${args[@]}" --baseline-rev "$baseline"
 fi
 # No release tag yet: baseline on the tree as packaged, unpacked beside the target directory.
 echo "semver-checks.sh: no tag $baseline; baseline is the packaged $version of this tree"
@@ -49,4 +49,4 @@ done
   printf '[workspace]\nresolver = "3"\nmembers = [%s]\n\n[patch.crates-io]\n' "$members"
   for crate in "${crates[@]}"; do printf '%s = { path = "%s-%s" }\n' "$crate" "$crate" "$version"; done
 } >"$root/Cargo.toml"
-exec cargo semver-checks check-release "${args[@]}" --baseline-root "$root"
+exec cargo semver-checks "${args[@]}" --baseline-root "$root"
