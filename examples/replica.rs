@@ -4,9 +4,14 @@
 //!
 //! - `agent.v1.AgentService/Run` with `cursor_agent::testing::Replica` (root-prompt blobs over
 //!   KV, checkpoints, native and MCP execs, resume by conversation id);
+//! - the two usage RPCs (`DashboardService/GetCurrentPeriodUsage`, `GetPlanInfo`) from the
+//!   catalog fixture's realistic account (`FixtureUsage::realistic`);
 //! - the four catalog RPCs from the catalog fixture's realistic roster, with
 //!   `GetServerConfig` naming this origin as the agent host;
 //! - the token refresh `POST /oauth/token`;
+//! - the login poll `GET /auth/poll`: "not yet" (404) for the first `--login-polls` polls of
+//!   every sign-in (default 2), then tokens, as Cursor answers while the user is still in the
+//!   browser;
 //! - on a second loopback listener, `aiserver.v1.InferenceService/RunInference` with
 //!   `cursor_inference::testing::Replica` (`ping` → `pong`, tool calls on request), beside the
 //!   same catalog and token refresh: the agent replica answers every streaming call on its own
@@ -21,6 +26,7 @@
 //! - `--port N` [`REPLICA_PORT`]: listen on `127.0.0.1:N`; 0 (the default) picks a free port;
 //! - `--fail-auth` [`REPLICA_FAIL_AUTH=1`]: every Run answers 401 and the refresh answers
 //!   `shouldLogout`;
+//! - `--login-polls N` [`REPLICA_LOGIN_POLLS`]: how many polls of a sign-in say "not yet";
 //! - `--log PATH` [`REPLICA_LOG`]: append one JSON line per Run (label `agent-resume` /
 //!   `agent-rebuild`, user texts in the root prompt, exec requests and results);
 //! - `--hold-open` [`REPLICA_HOLD_OPEN=1`], or `--hold-open-ms N` [`REPLICA_HOLD_OPEN_MS`]:
@@ -41,8 +47,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use cursor_agent::testing::{HoldOpen, Replica, Script};
-use cursor_catalog::Rpc;
-use cursor_catalog::testing::FixtureRoster;
+use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
+use cursor_catalog::{Rpc, UsageRpc};
 use cursor_inference::testing::Replica as InferenceReplica;
 use cursor_proto::agent::v1::{
     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
@@ -62,6 +68,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 struct Options {
     port: u16,
     fail_auth: bool,
+    login_polls: u64,
     log: Option<String>,
     hold_open: HoldOpen,
     heartbeat: Option<Duration>,
@@ -76,6 +83,10 @@ impl Options {
                 .transpose()?
                 .unwrap_or(0),
             fail_auth: env("REPLICA_FAIL_AUTH").is_some_and(|v| v != "0"),
+            login_polls: env("REPLICA_LOGIN_POLLS")
+                .map(|n| n.parse())
+                .transpose()?
+                .unwrap_or(2),
             log: env("REPLICA_LOG"),
             hold_open: match (env("REPLICA_HOLD_OPEN_MS"), env("REPLICA_HOLD_OPEN")) {
                 (Some(ms), _) => HoldOpen::For(Duration::from_millis(ms.parse()?)),
@@ -91,6 +102,10 @@ impl Options {
             match arg.as_str() {
                 "--port" => options.port = args.next().ok_or("--port needs a number")?.parse()?,
                 "--fail-auth" => options.fail_auth = true,
+                "--login-polls" => {
+                    options.login_polls =
+                        args.next().ok_or("--login-polls needs a number")?.parse()?;
+                }
                 "--log" => options.log = Some(args.next().ok_or("--log needs a path")?),
                 "--hold-open" => options.hold_open = HoldOpen::Forever,
                 "--hold-open-ms" => {
@@ -115,7 +130,10 @@ async fn main() -> Result<(), BoxError> {
     let origin = Arc::new(OnceLock::<String>::new());
     let handler_origin = Arc::clone(&origin);
     let fail_auth = options.fail_auth;
-    let refreshes = Arc::new(AtomicU64::new(0));
+    let refreshes = Arc::new(Counters {
+        login_polls: options.login_polls,
+        ..Counters::default()
+    });
     let replica = Replica::new();
     let scripted = replica.clone();
     let agent_refreshes = Arc::clone(&refreshes);
@@ -164,7 +182,7 @@ async fn main() -> Result<(), BoxError> {
     writeln!(stdout, "REPLICA_ORIGIN={public}")?;
     stdout.flush()?;
     eprintln!(
-        "replica serving Run, the catalog and /oauth/token at {public}{}",
+        "replica serving Run, the catalog, /oauth/token and /auth/poll at {public}{}",
         if options.fail_auth {
             " (failing auth)"
         } else {
@@ -194,16 +212,28 @@ async fn forward(port: u16, inner: u16) -> Result<u16, BoxError> {
     Ok(bound)
 }
 
-/// Answers the plain HTTP and unary requests: the refresh and the catalog.
+/// What the plain HTTP answers count, shared by both listeners.
+#[derive(Debug, Default)]
+struct Counters {
+    refreshes: AtomicU64,
+    polls: AtomicU64,
+    /// How many polls of each sign-in say "not yet".
+    login_polls: u64,
+}
+
+/// Answers the plain HTTP and unary requests: the refresh, the login poll and the catalog.
 fn answer(
     request: &Request<Bytes>,
     origin: &OnceLock<String>,
     fail_auth: bool,
-    refreshes: &AtomicU64,
+    counters: &Counters,
 ) -> Response<Bytes> {
     let path = request.uri().path();
     if path == "/oauth/token" {
-        return refresh(fail_auth, refreshes);
+        return refresh(fail_auth, &counters.refreshes);
+    }
+    if path == "/auth/poll" {
+        return poll(&counters.polls, counters.login_polls);
     }
     let bearer = request
         .headers()
@@ -213,6 +243,10 @@ fn answer(
         .is_some_and(|token| !token.trim().is_empty());
     if !bearer {
         return error(401, Code::Unauthenticated, "missing bearer token");
+    }
+    if let Some(rpc) = UsageRpc::from_path(path) {
+        let body = usage_body(&FixtureUsage::realistic(), rpc);
+        return with_type(Response::new(Bytes::from(body)), "application/proto");
     }
     let roster = FixtureRoster::realistic();
     let body = match Rpc::from_path(path) {
@@ -293,6 +327,25 @@ fn refresh(fail_auth: bool, refreshes: &AtomicU64) -> Response<Bytes> {
         "refresh_token": format!("replica-refresh-{n}"),
         "expires_in": 3600,
         "shouldLogout": false,
+    });
+    with_type(
+        Response::new(Bytes::from(body.to_string())),
+        "application/json",
+    )
+}
+
+/// The login poll: each sign-in gets `pending` "not yet" answers (404), then tokens.
+fn poll(polls: &AtomicU64, pending: u64) -> Response<Bytes> {
+    let n = polls.fetch_add(1, Ordering::AcqRel);
+    let per_login = pending + 1;
+    if n % per_login < pending {
+        let mut response = Response::new(Bytes::new());
+        *response.status_mut() = StatusCode::NOT_FOUND;
+        return response;
+    }
+    let body = serde_json::json!({
+        "accessToken": format!("replica-login-access-{}", n / per_login + 1),
+        "refreshToken": format!("replica-login-refresh-{}", n / per_login + 1),
     });
     with_type(
         Response::new(Bytes::from(body.to_string())),

@@ -3,7 +3,7 @@
 use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 use cursor_transport::CursorError;
 
-use crate::{level::ThinkingLevel, rpc::Rpc};
+use crate::{level::ThinkingLevel, rpc::Rpc, usage::UsageRpc};
 
 /// A catalog failure: what went wrong, its [`ErrorKind`] and the user's next step.
 #[non_exhaustive]
@@ -14,6 +14,15 @@ pub enum CatalogError {
     Rpc {
         /// Which call.
         rpc: Rpc,
+        /// The classified transport failure.
+        #[source]
+        source: CursorError,
+    },
+    /// A usage call failed; the transport error carries the classification.
+    #[error("{rpc} failed: {source}")]
+    Usage {
+        /// Which call.
+        rpc: UsageRpc,
         /// The classified transport failure.
         #[source]
         source: CursorError,
@@ -66,12 +75,16 @@ impl CatalogError {
     pub(crate) fn rpc(rpc: Rpc, source: CursorError) -> Self {
         Self::Rpc { rpc, source }
     }
+
+    pub(crate) fn usage(rpc: UsageRpc, source: CursorError) -> Self {
+        Self::Usage { rpc, source }
+    }
 }
 
 impl Classify for CatalogError {
     fn kind(&self) -> ErrorKind {
         match self {
-            Self::Rpc { source, .. } => source.kind(),
+            Self::Rpc { source, .. } | Self::Usage { source, .. } => source.kind(),
             Self::EmptyRoster { .. } => ErrorKind::RemoteRefusal,
             Self::UnknownModel { .. } | Self::LevelUnsupported { .. } | Self::Snapshot { .. } => {
                 ErrorKind::Local
@@ -86,7 +99,7 @@ impl Classify for CatalogError {
 
     fn next_step(&self) -> NextStep {
         match self {
-            Self::Rpc { source, .. } => source.next_step(),
+            Self::Rpc { source, .. } | Self::Usage { source, .. } => source.next_step(),
             Self::EmptyRoster { .. } => NextStep::fix_config(
                 "check that the Cursor account's plan includes models (cursor.com/dashboard), then refresh the model list",
             ),
@@ -105,18 +118,18 @@ impl Classify for CatalogError {
 
     fn connect_code(&self) -> Option<&str> {
         match self {
-            Self::Rpc { source, .. } | Self::AgentOriginRefused { source, .. } => {
-                source.connect_code()
-            }
+            Self::Rpc { source, .. }
+            | Self::Usage { source, .. }
+            | Self::AgentOriginRefused { source, .. } => source.connect_code(),
             _ => None,
         }
     }
 
     fn http_status(&self) -> Option<u16> {
         match self {
-            Self::Rpc { source, .. } | Self::AgentOriginRefused { source, .. } => {
-                source.http_status()
-            }
+            Self::Rpc { source, .. }
+            | Self::Usage { source, .. }
+            | Self::AgentOriginRefused { source, .. } => source.http_status(),
             _ => None,
         }
     }

@@ -19,6 +19,8 @@
 //! - **Agent host** ([`CatalogStore::agent_origin`]): `GetServerConfig.agent_url_config`, checked
 //!   against the transport's origin allowlist, cached in the snapshot, overridable by the
 //!   host's own setting.
+//! - **Usage** ([`fetch_usage`]): the plan and the current billing period's spend from
+//!   `DashboardService`, as an [`AccountUsage`], with the same identity and classification.
 //!
 //! Every failure is a [`CatalogError`] with an [`ErrorKind`](cursor_proto::ir::ErrorKind) and a
 //! next step.
@@ -64,6 +66,7 @@ mod rpc;
 mod snapshot;
 mod static_table;
 mod store;
+mod usage;
 mod warning;
 
 #[cfg(feature = "testing")]
@@ -85,4 +88,5 @@ pub use rpc::{CatalogRpc, Rpc, TransportCatalogRpc, available_models_request};
 pub use snapshot::{SNAPSHOT_VERSION, Snapshot};
 pub use static_table::static_catalog;
 pub use store::{CatalogStore, DEFAULT_TTL_MS, RefreshOptions, RefreshOutcome, RefreshReport};
+pub use usage::{AccountUsage, UsageRpc, UsageRpcs, fetch_usage};
 pub use warning::{CatalogSource, CatalogWarning};

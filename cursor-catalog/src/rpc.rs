@@ -147,11 +147,24 @@ impl TransportCatalogRpc {
         Req: prost::Message,
         Resp: prost::Message + Default,
     {
+        self.call_path(rpc.path(), request).await
+    }
+
+    /// One unary call to `path` with this client's token and identity.
+    pub(crate) async fn call_path<Req, Resp>(
+        &self,
+        path: &str,
+        request: &Req,
+    ) -> Result<Resp, CursorError>
+    where
+        Req: prost::Message,
+        Resp: prost::Message + Default,
+    {
         let request_id = RequestId::generate()?;
         let headers =
             RequestHeaders::cli(&self.token, &self.identity, CallKind::Unary, &request_id)?;
         self.client
-            .unary_message(&self.origin, rpc.path(), headers, request)
+            .unary_message(&self.origin, path, headers, request)
             .await
     }
 }

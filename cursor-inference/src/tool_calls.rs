@@ -3,6 +3,11 @@
 //! A call streams as several parts: the first names the call and the tool, later ones append
 //! to the argument text, and the last is marked `is_complete`. Later parts may repeat the id
 //! or carry only `tool_index`, so a call is keyed by its index when there is one.
+//!
+//! What was streamed and what the last part says must agree: a part that renames the call's id
+//! or tool, a part for a call that already ended, or a second call reusing an id is protocol
+//! drift. The turn fails instead of handing the host a call whose id, name or arguments differ
+//! from the ones streamed.
 
 use cursor_proto::aiserver::v1::InferenceToolCallStreamPart;
 use cursor_proto::ir::ToolCall;
@@ -28,6 +33,8 @@ struct Partial {
 #[derive(Debug, Default)]
 pub(crate) struct ToolCallAssembler {
     open: Vec<Partial>,
+    /// The key and id of every call already handed out, so a late part cannot change it.
+    done: Vec<(Key, String)>,
 }
 
 impl ToolCallAssembler {
@@ -50,6 +57,11 @@ impl ToolCallAssembler {
                 ));
             }
         };
+        if let Some((_, id)) = self.done.iter().find(|(done, _)| *done == key) {
+            return Err(InferenceError::drift(format!(
+                "a tool_call_part for call {id} arrived after its last part"
+            )));
+        }
         let position = match self.open.iter().position(|p| p.key == key) {
             Some(position) => position,
             None => {
@@ -63,17 +75,20 @@ impl ToolCallAssembler {
             }
         };
         let partial = &mut self.open[position];
-        if !part.tool_call_id.is_empty() {
-            partial.id = part.tool_call_id;
-        }
-        if !part.tool_name.is_empty() {
-            partial.name = part.tool_name;
-        }
+        agree(&mut partial.id, part.tool_call_id, "id")?;
+        agree(&mut partial.name, part.tool_name, "tool name")?;
         partial.args.push_str(&part.args);
         if !part.is_complete {
             return Ok(None);
         }
         let partial = self.open.remove(position);
+        if self.done.iter().any(|(_, id)| *id == partial.id) {
+            return Err(InferenceError::drift(format!(
+                "two tool calls share the id {}",
+                partial.id
+            )));
+        }
+        self.done.push((partial.key.clone(), partial.id.clone()));
         finish(partial).map(Some)
     }
 
@@ -81,6 +96,20 @@ impl ToolCallAssembler {
     pub(crate) fn has_open_calls(&self) -> bool {
         !self.open.is_empty()
     }
+}
+
+/// Records `new` as the call's `what` (id or tool name), which a part may repeat but not change.
+fn agree(known: &mut String, new: String, what: &str) -> Result<(), InferenceError> {
+    if new.is_empty() || *known == new {
+        return Ok(());
+    }
+    if known.is_empty() {
+        *known = new;
+        return Ok(());
+    }
+    Err(InferenceError::drift(format!(
+        "a tool call's {what} changed from {known:?} to {new:?} between its parts"
+    )))
 }
 
 fn finish(partial: Partial) -> Result<ToolCall, InferenceError> {
@@ -202,5 +231,61 @@ mod tests {
         let mut calls = ToolCallAssembler::default();
         assert!(calls.push(part("", "ls", "{}", true, None)).is_err());
         assert!(calls.push(part("c", "", "{}", true, None)).is_err());
+    }
+
+    fn assert_drift(result: Result<Option<ToolCall>, InferenceError>, says: &str) {
+        let error = result.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::ProtocolDrift, "{error}");
+        assert!(error.to_string().contains(says), "{error}");
+    }
+
+    #[test]
+    fn a_last_part_renaming_the_call_id_or_tool_is_drift_not_a_call() {
+        let mut calls = ToolCallAssembler::default();
+        calls.push(part("c1", "read", "{", false, Some(0))).unwrap();
+        assert_drift(calls.push(part("c2", "", "}", true, Some(0))), "id changed");
+        let mut calls = ToolCallAssembler::default();
+        calls.push(part("c1", "read", "{", false, Some(0))).unwrap();
+        assert_drift(
+            calls.push(part("c1", "write", "}", true, Some(0))),
+            "tool name changed",
+        );
+    }
+
+    #[test]
+    fn repeating_the_same_id_and_name_on_every_part_is_fine() {
+        let mut calls = ToolCallAssembler::default();
+        calls.push(part("c1", "read", "{", false, Some(0))).unwrap();
+        let call = calls.push(part("c1", "read", "}", true, Some(0))).unwrap();
+        assert_eq!(call, Some(ToolCall::new("c1", "read", json!({}))));
+    }
+
+    #[test]
+    fn a_final_record_restating_the_streamed_arguments_is_drift() {
+        let mut calls = ToolCallAssembler::default();
+        calls
+            .push(part("c1", "read", "{\"path\":\"a\"}", false, Some(0)))
+            .unwrap();
+        // The last part carries the whole arguments again, and differently.
+        assert_drift(
+            calls.push(part("c1", "read", "{\"path\":\"b\"}", true, Some(0))),
+            "not JSON",
+        );
+    }
+
+    #[test]
+    fn a_part_after_the_last_one_or_a_reused_id_is_drift() {
+        let mut calls = ToolCallAssembler::default();
+        calls.push(part("c1", "read", "{}", true, Some(0))).unwrap();
+        assert_drift(
+            calls.push(part("", "", "{}", true, Some(0))),
+            "after its last part",
+        );
+        let mut calls = ToolCallAssembler::default();
+        calls.push(part("c1", "read", "{}", true, Some(0))).unwrap();
+        assert_drift(
+            calls.push(part("c1", "read", "{}", true, Some(1))),
+            "share the id",
+        );
     }
 }

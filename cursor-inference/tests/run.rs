@@ -76,6 +76,22 @@ fn tool_part(id: &str, name: &str, args: &str, complete: bool) -> RunInferenceSe
     }))
 }
 
+fn indexed_tool_part(
+    index: i32,
+    id: &str,
+    name: &str,
+    args: &str,
+    complete: bool,
+) -> RunInferenceServerMessage {
+    response(Response::ToolCallPart(InferenceToolCallStreamPart {
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        args: args.into(),
+        is_complete: complete,
+        tool_index: Some(index),
+    }))
+}
+
 fn stream_error(error_type: ErrorType, message: &str) -> RunInferenceServerMessage {
     response(Response::Error(InferenceStreamError {
         message: message.into(),
@@ -225,6 +241,33 @@ fn malformed_tool_arguments_are_drift() {
         run.failure(),
         Some(InferenceError::ProtocolDrift { .. })
     ));
+}
+
+#[test]
+fn a_final_tool_part_that_renames_the_streamed_call_fails_the_turn_as_drift() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    feed(
+        &mut run,
+        vec![
+            indexed_tool_part(0, "c1", "bash", "{\"command\": ", false),
+            // The same call (index 0) ends under another id and tool, with valid arguments.
+            indexed_tool_part(0, "c2", "write", "\"ls\"}", true),
+            end(None),
+        ],
+        now,
+    );
+    let events = events(&mut run);
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, Event::ToolCall(_))),
+        "a mismatched call reached the host: {events:?}"
+    );
+    assert!(
+        matches!(events.last(), Some(Event::Error(info)) if info.kind == ErrorKind::ProtocolDrift),
+        "{events:?}"
+    );
 }
 
 #[test]

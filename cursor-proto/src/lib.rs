@@ -48,7 +48,7 @@ pub mod agent {
     }
 }
 
-/// `aiserver.v1`: catalog, server configuration and the inference channel.
+/// `aiserver.v1`: catalog, server configuration, account usage and the inference channel.
 pub mod aiserver {
     /// Version 1 of `aiserver.v1`, generated from `proto/aiserver/v1/*.proto`.
     #[allow(

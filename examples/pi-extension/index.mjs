@@ -11,28 +11,13 @@
 //   replays; the new token is not written back (pi owns auth.json).
 // - OAuth callbacks, refreshModels and /cursor-doctor wrap the native calls in promises.
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
+import { loadAddon } from "./addon-loader.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-
-// The addon build.sh produced for this platform; CURSOR_PI_ADDON points elsewhere.
-function loadAddon() {
-  const path =
-    process.env.CURSOR_PI_ADDON ??
-    join(here, "native", `cursor-pi-adapter.${process.platform}-${process.arch}.node`);
-  try {
-    return createRequire(import.meta.url)(path);
-  } catch (error) {
-    throw new Error(
-      `cursor provider: cannot load the native addon at ${path} (${error.message}). ` +
-        `Build it with examples/pi-extension/build.sh.`,
-    );
-  }
-}
 
 // Settles a promise from a native `onDone` payload: {ok} or {error, kind, message, nextStep}.
 function nativeCall(start, signal) {
@@ -57,12 +42,21 @@ function nativeCall(start, signal) {
 
 // The refresh token stored beside the access token pi resolved, so a Run refused with 401 can
 // refresh once and replay; pi itself still owns and persists auth.json.
-function storedRefreshToken(providerId, apiKey) {
+// A headless access token (CURSOR_ACCESS_TOKEN) pairs with CURSOR_REFRESH_TOKEN instead.
+function storedRefreshToken(info, providerId, apiKey) {
   const stored = readJson(join(agentDir(), "auth.json"))?.[providerId];
-  return stored?.type === "oauth" && stored.access === apiKey ? stored.refresh : undefined;
+  if (stored?.type === "oauth" && stored.access === apiKey) return stored.refresh;
+  const headless = headlessToken(info.accessTokenEnv);
+  return headless !== undefined && headless === apiKey?.trim() ? headlessToken(info.refreshTokenEnv) : undefined;
 }
 
-function streamSimple(native, model, context, options) {
+// A token from the environment; blank counts as unset (as in Rust's HeadlessTokens).
+function headlessToken(name) {
+  const value = process.env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function streamSimple(native, info, model, context, options) {
   const stream = createAssistantMessageEventStream();
   const live = {};
   let finished = false;
@@ -72,7 +66,7 @@ function streamSimple(native, model, context, options) {
     reasoning: options?.reasoning,
     apiKey: options?.apiKey,
     maxTokens: options?.maxTokens,
-    refreshToken: storedRefreshToken(model.provider, options?.apiKey),
+    refreshToken: storedRefreshToken(info, model.provider, options?.apiKey),
   };
   const finish = () => {
     finished = true;
@@ -114,7 +108,8 @@ function streamSimple(native, model, context, options) {
 async function refreshModels(native, info, context) {
   const stored = context.stored?.[info.snapshotKey];
   const persisted = stored === undefined ? undefined : JSON.stringify(stored);
-  const token = context.credential?.type === "oauth" ? context.credential.access : undefined;
+  const token =
+    context.credential?.type === "oauth" ? context.credential.access : headlessToken(info.accessTokenEnv);
   if (!context.allowNetwork || !token) return JSON.parse(native.listModels(persisted)).models;
   const refreshed = await nativeCall(
     (onDone) => native.refreshCatalog(token, persisted, context.force === true, onDone),
@@ -160,7 +155,7 @@ function readJson(path) {
 }
 
 export default function cursorProvider(pi) {
-  const native = loadAddon();
+  const native = loadAddon(here);
   const info = JSON.parse(native.providerInfo());
   const { models, warnings } = JSON.parse(native.listModels());
   for (const warning of warnings) console.warn(`cursor provider: ${warning}`);
@@ -170,8 +165,11 @@ export default function cursorProvider(pi) {
     baseUrl: "https://api2.cursor.sh",
     api: info.api,
     models,
+    // Headless runs (CI, `pi -p`): pi resolves this only when auth.json has no credential for
+    // the provider, and stores nothing for it. Unset, the provider stays OAuth-only.
+    ...(headlessToken(info.accessTokenEnv) ? { apiKey: `$${info.accessTokenEnv}` } : {}),
     refreshModels: (context) => refreshModels(native, info, context),
-    streamSimple: (model, context, options) => streamSimple(native, model, context, options),
+    streamSimple: (model, context, options) => streamSimple(native, info, model, context, options),
     oauth: {
       name: "Cursor",
       login: (callbacks) =>
@@ -190,6 +188,27 @@ export default function cursorProvider(pi) {
       refreshToken: (credentials, signal) =>
         nativeCall((onDone) => native.refreshToken(JSON.stringify(credentials), onDone), signal),
       getApiKey: (credentials) => native.getApiKey(JSON.stringify(credentials)),
+    },
+  });
+
+  pi.registerCommand?.("cursor-usage", {
+    description: "Show the Cursor account's plan and how much of the billing period is used",
+    handler: async (_args, ctx) => {
+      const credentials = readJson(join(agentDir(), "auth.json"))?.[info.id];
+      let text;
+      let level = "info";
+      try {
+        const report = await nativeCall((onDone) =>
+          native.usage(credentials ? JSON.stringify(credentials) : undefined, onDone),
+        );
+        text = report.text;
+      } catch (error) {
+        text = `cursor usage: ${error.message}`;
+        level = "error";
+      }
+      if (ctx?.hasUI) ctx.ui.notify(text, level);
+      else if (level === "error") process.stderr.write(`${text}\n`);
+      else process.stdout.write(`${text}\n`);
     },
   });
 

@@ -16,7 +16,9 @@ use http::{HeaderValue, Request, Response, StatusCode, header::CONTENT_TYPE};
 use prost::Message as _;
 
 use super::roster::FixtureRoster;
+use super::usage::FixtureUsage;
 use crate::rpc::{Rpc, TransportCatalogRpc};
+use crate::usage::UsageRpc;
 
 /// The bearer token [`FixtureBackend::rpc`] sends.
 pub const FIXTURE_TOKEN: &str = "fixture-access-token";
@@ -62,6 +64,8 @@ struct State {
     roster: FixtureRoster,
     faults: HashMap<Rpc, Fault>,
     calls: HashMap<Rpc, usize>,
+    usage: FixtureUsage,
+    usage_faults: HashMap<UsageRpc, Fault>,
 }
 
 /// The discovery RPCs served from a [`FixtureRoster`] on a loopback h2c server.
@@ -76,6 +80,7 @@ impl FixtureBackend {
     pub async fn start(roster: FixtureRoster) -> std::io::Result<Self> {
         let state = Arc::new(Mutex::new(State {
             roster,
+            usage: FixtureUsage::realistic(),
             ..State::default()
         }));
         let handler_state = Arc::clone(&state);
@@ -118,6 +123,20 @@ impl FixtureBackend {
         };
     }
 
+    /// Makes the usage call `rpc` misbehave (`Some`) or behave again (`None`).
+    pub fn set_usage_fault(&self, rpc: UsageRpc, fault: Option<Fault>) {
+        let mut state = self.lock();
+        match fault {
+            Some(fault) => state.usage_faults.insert(rpc, fault),
+            None => state.usage_faults.remove(&rpc),
+        };
+    }
+
+    /// Serves `usage` (default: [`FixtureUsage::realistic`]) from now on.
+    pub fn set_usage(&self, usage: FixtureUsage) {
+        self.lock().usage = usage;
+    }
+
     /// Serves `roster` from now on.
     pub fn set_roster(&self, roster: FixtureRoster) {
         self.lock().roster = roster;
@@ -157,23 +176,16 @@ pub fn refused_origin() -> std::io::Result<Origin> {
 }
 
 fn answer(state: &Mutex<State>, request: &Request<Bytes>) -> Response<Bytes> {
+    if let Some(rpc) = UsageRpc::from_path(request.uri().path()) {
+        return answer_usage(state, request, rpc);
+    }
     let Some(rpc) = Rpc::from_path(request.uri().path()) else {
         return error(404, Code::Unimplemented, "no such method on the fixture");
     };
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
     *state.calls.entry(rpc).or_default() += 1;
-    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
-    if header("authorization").is_none_or(|v| v != format!("Bearer {FIXTURE_TOKEN}")) {
-        return error(401, Code::Unauthenticated, "missing or wrong bearer token");
-    }
-    if header("x-cursor-client-type") != Some("cli")
-        || header("content-type") != Some("application/proto")
-    {
-        return error(
-            400,
-            Code::InvalidArgument,
-            "catalog calls use the CLI identity and application/proto",
-        );
+    if let Some(refusal) = refuse_identity(request) {
+        return refusal;
     }
     if rpc == Rpc::AvailableModels {
         let asked = AvailableModelsRequest::decode(request.body().clone());
@@ -204,6 +216,53 @@ fn answer(state: &Mutex<State>, request: &Request<Bytes>) -> Response<Bytes> {
         Rpc::GetServerConfig => roster.server_config.encode_to_vec(),
     };
     proto(Bytes::from(body))
+}
+
+/// The usage calls: the same identity checks and faults as discovery.
+fn answer_usage(state: &Mutex<State>, request: &Request<Bytes>, rpc: UsageRpc) -> Response<Bytes> {
+    let state = state.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(refusal) = refuse_identity(request) {
+        return refusal;
+    }
+    match state.usage_faults.get(&rpc) {
+        Some(Fault::Error {
+            status,
+            error: connect,
+        }) => return json(*status, connect),
+        Some(Fault::Garbage) => return proto(Bytes::from_static(GARBAGE)),
+        None => {}
+    }
+    proto(Bytes::from(usage_body(&state.usage, rpc)))
+}
+
+/// The encoded answer of a usage call, for servers that serve [`FixtureUsage`] themselves.
+pub fn usage_body(usage: &FixtureUsage, rpc: UsageRpc) -> Vec<u8> {
+    match rpc {
+        UsageRpc::GetCurrentPeriodUsage => usage.usage.encode_to_vec(),
+        UsageRpc::GetPlanInfo => usage.plan.encode_to_vec(),
+    }
+}
+
+/// A refusal when the request lacks the fixture token or the CLI identity.
+fn refuse_identity(request: &Request<Bytes>) -> Option<Response<Bytes>> {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+    if header("authorization").is_none_or(|v| v != format!("Bearer {FIXTURE_TOKEN}")) {
+        return Some(error(
+            401,
+            Code::Unauthenticated,
+            "missing or wrong bearer token",
+        ));
+    }
+    if header("x-cursor-client-type") != Some("cli")
+        || header("content-type") != Some("application/proto")
+    {
+        return Some(error(
+            400,
+            Code::InvalidArgument,
+            "catalog calls use the CLI identity and application/proto",
+        ));
+    }
+    None
 }
 
 fn proto(body: Bytes) -> Response<Bytes> {

@@ -15,11 +15,12 @@ use super::task::{
 };
 use crate::compat::TESTED_PI_VERSIONS;
 use crate::provider::{
-    API, CHANNEL_ENV, ChannelKind, PROVIDER_ID, SNAPSHOT_KEY, abort_pair, api_origin_from_env,
-    pi_models, refresh_catalog as refresh,
+    ACCESS_TOKEN_ENV, API, CHANNEL_ENV, ChannelKind, PROVIDER_ID, REFRESH_TOKEN_ENV, SNAPSHOT_KEY,
+    abort_pair, api_origin_from_env, pi_models, refresh_catalog as refresh,
 };
 
-/// `{id, api, channel, channelEnv, snapshotKey, testedPiVersions, version}`; `channel` is the
+/// `{id, api, channel, channelEnv, snapshotKey, accessTokenEnv, refreshTokenEnv,
+/// testedPiVersions, version}`; `channel` is the
 /// `CURSOR_PROVIDER_CHANNEL` choice, or `null` when it is malformed.
 #[napi]
 pub fn provider_info() -> String {
@@ -29,6 +30,8 @@ pub fn provider_info() -> String {
         "channel": ChannelKind::from_env().ok().map(ChannelKind::as_str),
         "channelEnv": CHANNEL_ENV,
         "snapshotKey": SNAPSHOT_KEY,
+        "accessTokenEnv": ACCESS_TOKEN_ENV,
+        "refreshTokenEnv": REFRESH_TOKEN_ENV,
         "testedPiVersions": TESTED_PI_VERSIONS,
         "version": env!("CARGO_PKG_VERSION"),
     })

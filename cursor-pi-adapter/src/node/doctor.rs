@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use super::state;
 use super::task::{JsCallback, StreamHandle, catch_panic, outcome_json, send};
-use crate::provider::{DoctorInput, abort_pair, diagnose};
+use crate::provider::{DoctorInput, HeadlessTokens, abort_pair, diagnose};
 
 /// Runs the diagnosis; `on_done` receives `{ok: <report>}` (see
 /// [`diagnose`](crate::provider::diagnose)). With `probe_network`, one request goes to
@@ -24,6 +24,7 @@ pub fn doctor(
         let work = async {
             let handle_dir = crate::provider::PiEnv::from_env().handle_dir;
             let warnings = state::sessions().recent_warnings();
+            let headless = HeadlessTokens::from_env();
             let input = DoctorInput {
                 credentials_json: credentials_json.as_deref(),
                 persisted_catalog: persisted_catalog.as_deref(),
@@ -32,6 +33,7 @@ pub fn doctor(
                 waiting_runs: state::sessions().waiting(),
                 handle_dir: handle_dir.as_deref(),
                 warnings: &warnings,
+                headless: headless.as_ref(),
             };
             match state::client() {
                 Ok(client) => diagnose(&client, input).await,

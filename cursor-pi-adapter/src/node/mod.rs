@@ -12,6 +12,7 @@
 //! | `refreshToken(credentials, onDone): StreamHandle` | `onDone({ok: credentials} \| {error})` |
 //! | `getApiKey(credentials): string` | the access token, or throws the auth error |
 //! | `doctor(credentials?, persistedCatalog?, probeNetwork, onDone): StreamHandle` | the `/cursor-doctor` report |
+//! | `usage(credentials?, onDone): StreamHandle` | `/cursor-usage`: `onDone({ok: {usage, text}} \| {error})` |
 //! | `StreamHandle.abort()` | stops the call; a stream then ends with an `aborted` error |
 //!
 //! Work runs on napi-rs' tokio runtime (`napi::bindgen_prelude::spawn`), never on the JS
@@ -32,9 +33,11 @@ mod doctor;
 mod state;
 mod stream;
 mod task;
+mod usage;
 
 pub use auth::{get_api_key, login, refresh_token};
 pub use catalog::{list_models, provider_info, refresh_catalog};
 pub use doctor::doctor;
 pub use stream::stream_simple;
 pub use task::StreamHandle;
+pub use usage::usage;

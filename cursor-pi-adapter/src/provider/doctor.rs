@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 
 use crate::compat::TESTED_PI_VERSIONS;
 
-use super::{API, CHANNEL_ENV, ChannelKind, PROVIDER_ID, api_origin_from_env};
+use super::{
+    ACCESS_TOKEN_ENV, API, CHANNEL_ENV, ChannelKind, HeadlessTokens, PROVIDER_ID,
+    api_origin_from_env,
+};
 
 /// What the doctor looks at besides the environment.
 #[non_exhaustive]
@@ -34,10 +37,12 @@ pub struct DoctorInput<'a> {
     ///
     /// [`Sessions::recent_warnings`]: super::Sessions::recent_warnings
     pub warnings: &'a [cursor_proto::ir::Warning],
+    /// The headless tokens from the environment ([`HeadlessTokens::from_env`]), if set.
+    pub headless: Option<&'a HeadlessTokens>,
 }
 
-/// The report, as JSON: `provider`, `channel`, `credentials`, `identity`, `network`, `handle`
-/// and `catalog` sections.
+/// The report, as JSON: `provider`, `channel`, `credentials`, `headless`, `identity`,
+/// `network`, `handle` and `catalog` sections.
 ///
 /// Tokens never appear (only whether they exist and when they expire), and the host identity
 /// is shown as the first eight hex digits of its hash.
@@ -45,7 +50,8 @@ pub async fn diagnose<C: HttpClient + ?Sized>(client: &C, input: DoctorInput<'_>
     json!({
         "provider": {"id": PROVIDER_ID, "api": API, "testedPiVersions": TESTED_PI_VERSIONS},
         "channel": channel_section(),
-        "credentials": credentials_section(input.credentials_json, input.now_ms),
+        "credentials": credentials_section(input.credentials_json, input.headless, input.now_ms),
+        "headless": HeadlessTokens::doctor_view(input.headless, input.credentials_json.is_some()),
         "identity": identity_section(),
         "network": if input.probe_network { network_section(client).await } else { json!({"state": "not probed"}) },
         "handle": handle_section(input.waiting_runs, input.handle_dir, input.warnings),
@@ -60,9 +66,17 @@ fn channel_section() -> Value {
     }
 }
 
-fn credentials_section(credentials_json: Option<&str>, now_ms: u64) -> Value {
+fn credentials_section(
+    credentials_json: Option<&str>,
+    headless: Option<&HeadlessTokens>,
+    now_ms: u64,
+) -> Value {
     let Some(json) = credentials_json else {
-        return json!({"state": "missing", "nextStep": "run /login cursor"});
+        if headless.is_some() {
+            return json!({"state": "none stored; the headless token is used (see headless)"});
+        }
+        let next_step = format!("run /login cursor, or set {ACCESS_TOKEN_ENV} for headless runs");
+        return json!({"state": "missing", "nextStep": next_step});
     };
     match Credentials::from_json(json) {
         Ok(credentials) => json!({
@@ -194,6 +208,7 @@ mod tests {
                 "the resume handle could not be written (disk full)",
                 None,
             )],
+            headless: None,
         };
         let report = diagnose(&Offline, input).await;
         let text = report.to_string();
@@ -225,6 +240,30 @@ mod tests {
         assert_eq!(report["credentials"]["state"], "missing");
         assert_eq!(report["network"]["state"], "not probed");
         assert_eq!(report["handle"]["store"], Value::Null);
+        assert_eq!(report["headless"]["state"], "unset");
+    }
+
+    #[tokio::test]
+    async fn a_headless_token_stands_in_for_a_missing_credential_redacted() {
+        let tokens = HeadlessTokens {
+            access: "env-secret-access".to_owned(),
+            refresh: Some("env-secret-refresh".to_owned()),
+        };
+        let input = DoctorInput {
+            headless: Some(&tokens),
+            ..DoctorInput::default()
+        };
+        let report = diagnose(&Offline, input).await;
+        let text = report.to_string();
+        assert!(!text.contains("env-secret"), "{text}");
+        assert_eq!(report["headless"]["state"], "in use", "{text}");
+        assert!(
+            report["credentials"]["state"]
+                .as_str()
+                .unwrap()
+                .contains("headless"),
+            "{text}"
+        );
     }
 
     #[tokio::test]

@@ -75,6 +75,7 @@ mod catalog;
 mod channel;
 mod doctor;
 mod error_text;
+mod headless;
 mod inference;
 mod models;
 mod orchestrator;
@@ -82,6 +83,7 @@ mod profile;
 mod retry_words;
 mod turn;
 mod unavailable;
+mod usage;
 
 pub use abort::{AbortHandle, AbortSignal, abort_pair};
 pub use agent::{AgentChannel, Sessions, Spawner};
@@ -92,12 +94,14 @@ pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
 pub use channel::{CHANNEL_ENV, ChannelKind};
 pub use doctor::{DoctorInput, diagnose};
 pub use error_text::{PiError, for_pi, is_transient, pi_next_step, pi_would_retry};
+pub use headless::{ACCESS_TOKEN_ENV, HeadlessTokens, REFRESH_TOKEN_ENV};
 pub use inference::InferenceChannel;
 pub use models::{pi_model, pi_models};
 pub use orchestrator::Provider;
 pub use profile::{AGENT_ORIGIN_ENV, DEBUG_ENV, HANDLE_DIR_ENV, PiEnv, RESEND_MCP_ENV, pi_profile};
 pub use turn::{Turn, TurnOptions};
 pub use unavailable::UnavailableChannel;
+pub use usage::{account_usage, usage_text, usage_token};
 
 /// The provider id pi knows this provider by (`--model cursor/<id>`, `/login cursor`).
 pub const PROVIDER_ID: &str = "cursor";

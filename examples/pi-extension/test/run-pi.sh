@@ -25,7 +25,11 @@
 #     its one replay);
 #   - `-p ping` with CURSOR_PROVIDER_CHANNEL=inference and the API origin on the replica's
 #     RunInference listener prints `pong`, and the agent replica saw no Run (no fallback);
-#   - `-p /cursor-doctor --offline` prints the report without the seeded tokens.
+#   - `-p /cursor-doctor --offline` prints the report without the seeded tokens;
+#   - `-p /cursor-usage` prints the replica account's plan and usage, and a classified network
+#     error when the API origin refuses connections;
+#   - headless: with no auth.json, CURSOR_ACCESS_TOKEN/CURSOR_REFRESH_TOKEN list the models,
+#     answer `-p ping`, refresh on a 401, show as redacted in the doctor and are written nowhere.
 # Then it measures what loading the extension adds to `pi --list-models` (COLD_START_RUNS
 # runs each, default 10; 0 skips it), and the latency from a replica text frame to pi's
 # message_update over a burst of LATENCY_DELTAS back-to-back deltas (default 200; 0 skips it;
@@ -142,6 +146,16 @@ pi_holding() {
     export CURSOR_PROVIDER_AGENT_ORIGIN CURSOR_PROVIDER_API_ORIGIN
     pi_kept "$@"
   )
+}
+
+# pi_headless <entry> <args...>: pi offline in a HOME without auth.json, with the headless
+# tokens in the environment.
+pi_headless() {
+  entry=$1
+  shift
+  mkdir -p "$work/headless/.pi/agent"
+  (cd "$work" && HOME="$work/headless" PI_SKIP_VERSION_CHECK=1 CURSOR_ACCESS_TOKEN=env-access-token \
+    CURSOR_REFRESH_TOKEN=env-refresh-token node "$entry" --offline --no-session "$@" </dev/null)
 }
 
 # runs_logged <log>: how many Runs a replica finished.
@@ -278,6 +292,48 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *'"accessToken": "present (redacted)"'*) ;;
     *) problem "printed: $out" ;;
   esac
+  end
+
+  begin "$version /cursor-usage: plan and period from the replica, a network error offline"
+  out=$(pi "$entry" -e "$ext" -p "/cursor-usage" 2>&1) || problem "exited $?"
+  case "$out" in
+    *"Cursor plan: Pro (\$20/mo)"*"Included usage: \$12.34 of \$20.00 used (61.7%)"*) ;;
+    *) problem "printed: $out" ;;
+  esac
+  out=$(CURSOR_PROVIDER_API_ORIGIN=http://127.0.0.1:1 pi "$entry" -e "$ext" -p "/cursor-usage" 2>&1) || true
+  case "$out" in
+    *"cursor usage: network error: "*"(next step: "*) ;;
+    *) problem "offline printed: $out" ;;
+  esac
+  end
+
+  begin "$version headless CURSOR_ACCESS_TOKEN/CURSOR_REFRESH_TOKEN without a stored credential"
+  rm -rf "$work/headless"
+  models=$(pi_headless "$entry" -e "$ext" --list-models cursor 2>&1) || problem "--list-models exited $?"
+  rows=$(printf '%s\n' "$models" | grep -c '^cursor ' || true)
+  [ "$rows" -ge 5 ] || problem "listed $rows cursor models: $models"
+  out=$(pi_headless "$entry" -e "$ext" --model "$model" -p ping 2>&1) || problem "-p ping exited $?"
+  [ "$out" = "pong" ] || problem "-p ping printed: $out"
+  out=$(pi_headless "$entry" -e "$ext" --model "$model" -p "/cursor-doctor --offline" 2>&1) || problem "doctor exited $?"
+  case "$out" in
+    *env-access-token* | *env-refresh-token*) problem "the doctor printed a token" ;;
+    *'"state": "in use"'*) ;;
+    *) problem "the doctor printed: $out" ;;
+  esac
+  # The refresh on a 401 uses CURSOR_REFRESH_TOKEN: the replica's token endpoint refuses it.
+  out=$(CURSOR_PROVIDER_AGENT_ORIGIN=$refusing CURSOR_PROVIDER_API_ORIGIN=$refusing pi_headless "$entry" -e "$ext" --model "$model" -p ping 2>&1) &&
+    problem "the refused run exited 0"
+  case "$out" in
+    *"refreshing it failed"*) ;;
+    *) problem "the 401 was not refreshed with the headless refresh token: $out" ;;
+  esac
+  if grep -rl 'env-access-token\|env-refresh-token' "$work/headless" >"$work/grep.txt" 2>/dev/null; then
+    problem "a token was written to $(cat "$work/grep.txt")"
+  fi
+  # Without the variables the same HOME has no credential at all.
+  status=0
+  out=$(cd "$work" && HOME="$work/headless" PI_SKIP_VERSION_CHECK=1 node "$entry" --offline --no-session -e "$ext" --model "$model" -p ping </dev/null 2>&1) || status=$?
+  [ "$status" -ne 0 ] || problem "without CURSOR_ACCESS_TOKEN -p ping exited 0: $out"
   end
 
   # A catalog snapshot stored by an earlier online refresh is what offline runs list.

@@ -1,0 +1,36 @@
+//! `/cursor-usage`: the account's plan and the period's usage.
+
+use cursor_catalog::TransportCatalogRpc;
+use cursor_transport::{AccessToken, CliIdentity};
+use napi::bindgen_prelude::spawn;
+use napi_derive::napi;
+
+use super::state;
+use super::task::{JsCallback, StreamHandle, abortable, catch_panic, outcome_json, send};
+use crate::provider::{
+    HeadlessTokens, abort_pair, account_usage, api_origin_from_env, usage_token,
+};
+
+/// Fetches the usage with the stored credential (`credentials`, pi's `auth.json` entry) or the
+/// headless token; `on_done` receives `{ok: {usage, text}}` or the classified failure.
+#[napi]
+pub fn usage(credentials_json: Option<String>, on_done: JsCallback) -> StreamHandle {
+    let (handle, signal) = abort_pair();
+    spawn(async move {
+        let work = async {
+            let now_ms = cursor_auth::system_unix_time_ms();
+            let headless = HeadlessTokens::from_env();
+            let token = usage_token(credentials_json.as_deref(), headless.as_ref(), now_ms)?;
+            let rpc = TransportCatalogRpc::new(
+                state::client()?,
+                api_origin_from_env()?,
+                AccessToken::new(token),
+                CliIdentity::default(),
+            );
+            abortable(signal, account_usage(&rpc, now_ms), "the usage request").await
+        };
+        let outcome = catch_panic(work).await.and_then(|result| result);
+        send(&on_done, outcome_json(outcome));
+    });
+    StreamHandle::new(handle)
+}

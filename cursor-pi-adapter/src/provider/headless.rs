@@ -1,0 +1,124 @@
+//! Headless tokens: `CURSOR_ACCESS_TOKEN` (and `CURSOR_REFRESH_TOKEN`) stand in for a
+//! `/login cursor` credential in CI and `pi -p`, when pi has none stored.
+//!
+//! The JS entry registers the access token with pi as the provider's `apiKey`
+//! (`"$CURSOR_ACCESS_TOKEN"`), so pi resolves it only when `auth.json` has no credential for
+//! `cursor` (pi 0.99.1, 1.0.3 and 1.6.0 check the stored credential first). Neither token is
+//! ever written: pi stores nothing for an env-var key, a 401 refresh is used for that turn only,
+//! and the doctor shows only whether each is set.
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+/// The environment variable holding a Cursor access token for headless runs.
+pub const ACCESS_TOKEN_ENV: &str = "CURSOR_ACCESS_TOKEN";
+
+/// The environment variable holding the matching refresh token (optional): a Run refused with
+/// 401 is refreshed once with it and replayed.
+pub const REFRESH_TOKEN_ENV: &str = "CURSOR_REFRESH_TOKEN";
+
+/// The headless tokens found in the environment. `Debug` never shows them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HeadlessTokens {
+    /// The access token (non-empty).
+    pub access: String,
+    /// The refresh token, when one is set and non-empty.
+    pub refresh: Option<String>,
+}
+
+impl fmt::Debug for HeadlessTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeadlessTokens")
+            .field("access", &"<redacted>")
+            .field("refresh", &self.refresh.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl HeadlessTokens {
+    /// The tokens in the process environment, or `None` when no access token is set.
+    pub fn from_env() -> Option<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The tokens `lookup` returns for [`ACCESS_TOKEN_ENV`] and [`REFRESH_TOKEN_ENV`]; empty or
+    /// blank values count as unset, so `CURSOR_ACCESS_TOKEN=` disables headless use.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        let set = |name: &str| {
+            lookup(name)
+                .map(|value| value.trim().to_owned())
+                .filter(|value| !value.is_empty())
+        };
+        Some(Self {
+            access: set(ACCESS_TOKEN_ENV)?,
+            refresh: set(REFRESH_TOKEN_ENV),
+        })
+    }
+
+    /// The `/cursor-doctor` view: which variables are set, never their values. `shadowed` says
+    /// that a stored `/login cursor` credential exists, which pi uses instead.
+    pub fn doctor_view(headless: Option<&Self>, shadowed: bool) -> Value {
+        let Some(tokens) = headless else {
+            return json!({"state": "unset", "env": [ACCESS_TOKEN_ENV, REFRESH_TOKEN_ENV]});
+        };
+        json!({
+            "state": if shadowed { "set, unused: the stored /login cursor credential wins" } else { "in use" },
+            "accessToken": format!("{ACCESS_TOKEN_ENV} present (redacted)"),
+            "refreshToken": if tokens.refresh.is_some() {
+                format!("{REFRESH_TOKEN_ENV} present (redacted)")
+            } else {
+                format!("{REFRESH_TOKEN_ENV} unset: a 401 ends the turn without a refresh")
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
+    }
+
+    #[test]
+    fn an_access_token_alone_is_headless_without_refresh() {
+        let tokens = HeadlessTokens::from_lookup(lookup(&[(ACCESS_TOKEN_ENV, " tok ")])).unwrap();
+        assert_eq!(tokens.access, "tok");
+        assert_eq!(tokens.refresh, None);
+    }
+
+    #[test]
+    fn no_or_blank_access_token_is_not_headless_even_with_a_refresh_token() {
+        assert_eq!(HeadlessTokens::from_lookup(lookup(&[])), None);
+        let blank = [(ACCESS_TOKEN_ENV, "  "), (REFRESH_TOKEN_ENV, "r")];
+        assert_eq!(HeadlessTokens::from_lookup(lookup(&blank)), None);
+    }
+
+    #[test]
+    fn debug_and_the_doctor_view_never_show_the_tokens() {
+        let both = [
+            (ACCESS_TOKEN_ENV, "secret-a"),
+            (REFRESH_TOKEN_ENV, "secret-r"),
+        ];
+        let tokens = HeadlessTokens::from_lookup(lookup(&both)).unwrap();
+        assert_eq!(tokens.refresh.as_deref(), Some("secret-r"));
+        let shown = format!(
+            "{tokens:?} {} {}",
+            HeadlessTokens::doctor_view(Some(&tokens), false),
+            HeadlessTokens::doctor_view(Some(&tokens), true)
+        );
+        assert!(!shown.contains("secret-"), "{shown}");
+        assert!(
+            shown.contains("in use") && shown.contains("credential wins"),
+            "{shown}"
+        );
+        assert_eq!(HeadlessTokens::doctor_view(None, false)["state"], "unset");
+    }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Checks the public API of every published crate against the last release with
+# cargo-semver-checks, so a breaking change cannot ship under a patch version.
+#
+#   tools/semver-checks.sh                 # baseline: the git tag v<workspace version>
+#   SEMVER_BASELINE=v0.1.0 tools/semver-checks.sh
+#   SEMVER_INSTALL=1 tools/semver-checks.sh   # installs cargo-semver-checks first (a few minutes)
+#
+# Releases are tagged v<version> (see each crate's CHANGELOG.md). Before the first tag exists the
+# baseline is the crates as `cargo package` packs them from the current tree, which proves the
+# wiring and reports nothing. `SEMVER_CHECKS=1 bash .ci/run` runs this script in CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo-semver-checks >/dev/null 2>&1; then
+  if [ -n "${SEMVER_INSTALL:-}" ]; then
+    cargo install --locked cargo-semver-checks
+  else
+    echo "semver-checks.sh: cargo-semver-checks is not installed (cargo install --locked cargo-semver-checks, or SEMVER_INSTALL=1)" >&2
+    exit 1
+  fi
+fi
+
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+baseline=${SEMVER_BASELINE:-v$version}
+# The crates published to the registry; examples and test crates are publish = false.
+crates=(cursor-proto cursor-auth cursor-identity cursor-transport cursor-agent cursor-inference cursor-catalog cursor-pi-adapter)
+args=()
+for crate in "${crates[@]}"; do args+=(--package "$crate"); done
+
+if git rev-parse --verify --quiet "$baseline^{commit}" >/dev/null; then
+  echo "semver-checks.sh: baseline $baseline"
+  exec cargo semver-checks "${args[@]}" --baseline-rev "$baseline"
+fi
+# No release tag yet: baseline on the tree as packaged, unpacked beside the target directory.
+echo "semver-checks.sh: no tag $baseline; baseline is the packaged $version of this tree"
+target=${CARGO_TARGET_DIR:-target}
+cargo package --workspace --no-verify --quiet
+root="$target/semver-baseline"
+rm -rf "$root" && mkdir -p "$root"
+members=""
+for crate in "${crates[@]}"; do
+  tar -xzf "$target/package/$crate-$version.crate" -C "$root"
+  members="$members\"$crate-$version\", "
+done
+# The packed manifests name their siblings by version only; one workspace with patches to the
+# unpacked copies resolves them without the registry.
+{
+  printf '[workspace]\nresolver = "3"\nmembers = [%s]\n\n[patch.crates-io]\n' "$members"
+  for crate in "${crates[@]}"; do printf '%s = { path = "%s-%s" }\n' "$crate" "$crate" "$version"; done
+} >"$root/Cargo.toml"
+exec cargo semver-checks "${args[@]}" --baseline-root "$root"
