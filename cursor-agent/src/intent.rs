@@ -1,6 +1,8 @@
 //! What a native exec asked for, in host terms: the capability it needs and the command, path or
 //! pattern it carried. Redirect texts embed it; translation ranks host tools by its capability.
 
+use crate::shell::{find_command, operand, shell_quote};
+
 /// A capability a host tool may offer. The vocabulary is per native exec case, so it only grows
 /// when Cursor adds a case (which the exec table already forces a commit for).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -146,19 +148,15 @@ impl Intent {
     pub(crate) fn as_command(&self) -> Option<String> {
         Some(match self {
             Self::Command { command } => command.clone(),
-            Self::Read { path } => format!("cat -- {}", shell_quote(path)),
-            Self::Delete { path } => format!("rm -- {}", shell_quote(path)),
+            Self::Read { path } => format!("cat -- {}", operand(path)),
+            Self::Delete { path } => format!("rm -- {}", operand(path)),
             Self::Search { pattern, path } => format!(
                 "grep -rn -- {} {}",
                 shell_quote(pattern),
-                shell_quote(path.as_deref().unwrap_or("."))
+                operand(path.as_deref().unwrap_or("."))
             ),
-            Self::Find { pattern, path } => format!(
-                "find {} -name {}",
-                shell_quote(path.as_deref().unwrap_or(".")),
-                shell_quote(pattern)
-            ),
-            Self::List { path } => format!("ls -la -- {}", shell_quote(path)),
+            Self::Find { pattern, path } => find_command(pattern, path.as_deref(), None),
+            Self::List { path } => format!("ls -la -- {}", operand(path)),
             Self::Write { .. } | Self::Edit { .. } | Self::Fetch { .. } | Self::Other => {
                 return None;
             }
@@ -166,19 +164,9 @@ impl Intent {
     }
 }
 
-/// Single-quotes `text` for a POSIX shell.
-pub(crate) fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shell_quote_survives_embedded_quotes() {
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-    }
 
     #[test]
     fn intents_become_commands_only_when_faithful() {

@@ -120,6 +120,7 @@ mod request;
 mod resume;
 mod root_prompt;
 mod run;
+mod shell;
 mod translate;
 mod usage;
 

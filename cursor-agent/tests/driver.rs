@@ -218,7 +218,7 @@ async fn a_native_shell_exec_reaches_the_host_as_a_call_of_its_command_tool() {
         panic!("no tool call: {first:?}");
     };
     assert_eq!(call.name, "bash");
-    assert_eq!(call.arguments["command"], "echo hi");
+    assert_eq!(call.arguments["command"], "cd -- '/work' && {\necho hi\n}");
     assert!(matches!(&audits[0].outcome, ExecOutcome::Translated { tool, .. } if tool == "bash"));
 
     handle

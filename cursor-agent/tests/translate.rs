@@ -73,7 +73,7 @@ fn ide_host() -> Vec<Tool> {
         tool(
             "run_command",
             "Runs a terminal command",
-            json!({"cmd": {}}),
+            json!({"cmd": {}, "cwd": {}}),
             &["cmd"],
         ),
         tool(
@@ -201,7 +201,7 @@ fn shell_runs_through_bash_and_answers_shell_success_with_timing() {
     let call = call_for(&mut h, 1, shell_args("ls -la"));
     assert_eq!(
         (call.name.as_str(), &call.arguments),
-        ("bash", &json!({"command": "ls -la"}))
+        ("bash", &json!({"command": "cd -- '/work' && {\nls -la\n}"}))
     );
     let sent = answer(&mut h, &call, "a\nb\n", false, Duration::from_millis(850));
     assert_eq!(
@@ -225,13 +225,13 @@ fn shell_uses_whatever_the_command_tool_is_called_and_its_argument_name() {
     let call = call_for(&mut h, 1, shell_args("make"));
     assert_eq!(
         (call.name.as_str(), &call.arguments),
-        ("run_command", &json!({"cmd": "make"}))
+        ("run_command", &json!({"cmd": "make", "cwd": "/work"}))
     );
     let mut h = host(exec_only_host());
     let call = call_for(&mut h, 1, shell_args("make"));
     assert_eq!(
         (call.name.as_str(), &call.arguments),
-        ("exec", &json!({"script": "make"}))
+        ("exec", &json!({"script": "cd -- '/work' && {\nmake\n}"}))
     );
 }
 
@@ -274,7 +274,10 @@ fn shell_stream_answers_stdout_then_exit_and_never_a_start_event() {
             ..Default::default()
         }),
     );
-    assert_eq!(call.arguments, json!({"command": "echo hi"}));
+    assert_eq!(
+        call.arguments,
+        json!({"command": "cd -- '/work/sub' && {\necho hi\n}"})
+    );
     let sent = answer(&mut h, &call, "hi\n", false, Duration::ZERO);
     let stream = |event| Reply::ShellStream(w::ShellStream { event: Some(event) });
     assert_eq!(
@@ -300,6 +303,8 @@ fn shell_stream_answers_stdout_then_exit_and_never_a_start_event() {
             ..Default::default()
         }),
     );
+    // No directory asked for: the command runs as is, and none is reported.
+    assert_eq!(call.arguments, json!({"command": "x"}));
     let sent = answer(&mut h, &call, "nope\nexit code: 127", true, Duration::ZERO);
     assert_eq!(
         replies(&sent, 3),
@@ -564,12 +569,169 @@ fn glob_is_grep_with_an_empty_pattern_and_answers_the_files_union() {
             })),
         })]
     );
-    // Without a find tool the command tool runs find.
+    // Without a find tool the command tool lists files and matches whole paths.
     let mut h = host(exec_only_host());
     let call = call_for(&mut h, 6, glob());
     assert_eq!(
         call.arguments,
-        json!({"script": "find '.' -name '**/*.toml'"})
+        json!({"script": "find . -name .git -prune -o ! -type d -print | sed 's|^\\./||' | \
+            { grep -E -- '^(([^/]*/)*[^/]*\\.toml)$' || [ $? -eq 1 ]; }"})
+    );
+}
+
+/// Runs the command tool's script the way a host shell would, in `dir`.
+fn run_script(call: &ToolCall, dir: &std::path::Path) -> std::process::Output {
+    let script = call.arguments["script"].as_str().expect("a script");
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .expect("sh runs")
+}
+
+fn glob_args(glob: &str, path: Option<&str>) -> Exec {
+    Exec::GrepArgs(w::GrepArgs {
+        pattern: String::new(),
+        path: path.map(str::to_owned),
+        glob: Some(glob.into()),
+    })
+}
+
+#[test]
+fn the_glob_command_matches_whole_paths_with_real_glob_semantics() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "Cargo.toml",
+        "sub/Cargo.toml",
+        "sub/deep/x.toml",
+        "a.rs",
+        "sub/ab.rs",
+    ] {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    }
+    for (glob, path, expected) in [
+        (
+            "**/*.toml",
+            None,
+            &["Cargo.toml", "sub/Cargo.toml", "sub/deep/x.toml"][..],
+        ),
+        (
+            "*.toml",
+            None,
+            &["Cargo.toml", "sub/Cargo.toml", "sub/deep/x.toml"],
+        ),
+        ("sub/*.toml", None, &["sub/Cargo.toml"]),
+        ("?.rs", None, &["a.rs"]),
+        (
+            "*.{rs,toml}",
+            Some("sub"),
+            &["Cargo.toml", "ab.rs", "deep/x.toml"],
+        ),
+        (
+            "[!a]*.toml",
+            None,
+            &["Cargo.toml", "sub/Cargo.toml", "sub/deep/x.toml"],
+        ),
+        ("nothing*", None, &[]),
+    ] {
+        let mut h = host(exec_only_host());
+        let call = call_for(&mut h, 6, glob_args(glob, path));
+        let output = run_script(&call, dir.path());
+        assert!(output.status.success(), "{glob}: {output:?}");
+        let mut found: Vec<String> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        found.sort();
+        assert_eq!(found, expected, "{glob} in {path:?}");
+    }
+}
+
+#[test]
+fn a_dashed_glob_path_is_a_directory_name_and_deletes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.toml"), "x").unwrap();
+    let mut h = host(exec_only_host());
+    let call = call_for(&mut h, 6, glob_args("*.toml", Some("-delete")));
+    let output = run_script(&call, dir.path());
+    assert!(!output.status.success(), "there is no directory `-delete`");
+    assert!(dir.path().join("keep.toml").exists());
+    std::fs::create_dir(dir.path().join("-delete")).unwrap();
+    std::fs::write(dir.path().join("-delete/in.toml"), "x").unwrap();
+    let output = run_script(&call, dir.path());
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "in.toml\n");
+    assert!(dir.path().join("keep.toml").exists());
+}
+
+#[test]
+fn the_shell_form_of_a_working_directory_runs_the_command_there() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub dir")).unwrap();
+    let wd = dir.path().join("sub dir");
+    let mut h = host(exec_only_host());
+    let call = call_for(
+        &mut h,
+        1,
+        Exec::ShellArgs(w::ShellArgs {
+            command: "pwd; echo second # a comment".into(),
+            working_directory: wd.to_str().unwrap().into(),
+            ..Default::default()
+        }),
+    );
+    let output = run_script(&call, dir.path());
+    let real = std::fs::canonicalize(&wd).unwrap();
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!("{}\nsecond\n", real.display())
+    );
+    // A directory that does not exist runs nothing at all.
+    let mut h = host(exec_only_host());
+    let call = call_for(
+        &mut h,
+        1,
+        Exec::ShellArgs(w::ShellArgs {
+            command: "echo ran; echo ran too".into(),
+            working_directory: dir.path().join("missing").to_str().unwrap().into(),
+            ..Default::default()
+        }),
+    );
+    let output = run_script(&call, dir.path());
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "");
+}
+
+#[test]
+fn a_read_the_host_truncated_reports_truncated_and_the_files_line_count() {
+    let mut h = host(pi_host());
+    let call = call_for(
+        &mut h,
+        7,
+        Exec::ReadArgs(w::ReadArgs {
+            path: "big.txt".into(),
+            ..Default::default()
+        }),
+    );
+    let sent = answer(
+        &mut h,
+        &call,
+        "1\n2\n\n[Showing lines 1-2 of 9000. Use offset=3 to continue.]",
+        false,
+        Duration::ZERO,
+    );
+    assert_eq!(
+        replies(&sent, 7),
+        [Reply::ReadResult(w::ReadResult {
+            result: Some(w::read_result::Result::Success(w::ReadSuccess {
+                path: "big.txt".into(),
+                content: "1\n2".into(),
+                total_lines: 9000,
+                file_size: 3,
+                truncated: true,
+            })),
+        })]
     );
 }
 
@@ -871,7 +1033,10 @@ fn a_codemode_host_gets_a_script_that_finds_its_executor_at_run_time() {
     let call = call_for(&mut h, 1, shell_args("uname -a"));
     assert_eq!(call.name, "codemode");
     let code = call.arguments["code"].as_str().expect("a code string");
-    assert!(code.contains(r#""args":{"command":"uname -a"}"#), "{code}");
+    assert!(
+        code.contains(r#""args":{"command":"cd -- '/work' && {\nuname -a\n}"}"#),
+        "{code}"
+    );
     assert!(code.contains("for (const tool of ALL_TOOLS)"), "{code}");
     assert!(
         code.contains("ALL_TOOLS.map((t) => t.name).join"),

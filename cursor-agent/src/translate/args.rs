@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::native::Op;
 use crate::ranking::{COMMAND_KEYS, PATH_KEYS};
+use crate::shell::in_directory;
 
 const CONTENT_KEYS: [&str; 5] = ["content", "contents", "file_text", "text", "data"];
 const PATTERN_KEYS: [&str; 3] = ["pattern", "query", "regex"];
@@ -19,6 +20,13 @@ const NEW_KEYS: [&str; 5] = ["newText", "new_text", "new_string", "newString", "
 const IGNORE_CASE_KEYS: [&str; 3] = ["ignoreCase", "ignore_case", "case_insensitive"];
 const LITERAL_KEYS: [&str; 2] = ["literal", "fixed_strings"];
 const CONTEXT_KEYS: [&str; 2] = ["context", "context_lines"];
+const CWD_KEYS: [&str; 5] = [
+    "cwd",
+    "working_directory",
+    "workingDirectory",
+    "workdir",
+    "directory",
+];
 
 /// The arguments for calling `tool` to perform `op` directly, or `None` when the tool's schema
 /// cannot express it.
@@ -26,7 +34,17 @@ pub(crate) fn direct(tool: &Tool, op: &Op) -> Option<Value> {
     let schema = Schema::of(tool);
     let mut args = Map::new();
     match op {
-        Op::Run { command } => schema.put(&mut args, &COMMAND_KEYS, json!(command))?,
+        Op::Run { command, cwd } => match (cwd, schema.declared(&CWD_KEYS)) {
+            (Some(dir), Some(key)) => {
+                schema.put(&mut args, &COMMAND_KEYS, json!(command))?;
+                args.insert(key.to_owned(), json!(dir));
+            }
+            // No directory argument: the command changes directory itself.
+            (Some(dir), None) => {
+                schema.put(&mut args, &COMMAND_KEYS, json!(in_directory(dir, command)))?;
+            }
+            (None, _) => schema.put(&mut args, &COMMAND_KEYS, json!(command))?,
+        },
         Op::Read {
             path,
             offset,
@@ -99,6 +117,7 @@ pub(crate) fn command(tool: &Tool, command: &str) -> Option<Value> {
         tool,
         &Op::Run {
             command: command.to_owned(),
+            cwd: None,
         },
     )
 }
@@ -132,6 +151,11 @@ impl<'a> Schema<'a> {
 
     fn declares(&self, key: &str) -> bool {
         self.properties.is_some_and(|p| p.contains_key(key))
+    }
+
+    /// The first of `candidates` the schema declares.
+    fn declared(&self, candidates: &[&'static str]) -> Option<&'static str> {
+        candidates.iter().copied().find(|k| self.declares(k))
     }
 
     /// The declared key among `candidates`; the first candidate when the schema declares none.
@@ -261,7 +285,8 @@ mod tests {
         );
         assert_eq!(
             canonical(&Op::Run {
-                command: "ls".into()
+                command: "ls".into(),
+                cwd: None,
             }),
             json!({"command": "ls"})
         );

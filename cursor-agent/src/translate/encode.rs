@@ -255,15 +255,78 @@ fn read(path: &str, output: &Output) -> wire::ReadResult {
         result: Some(if output.is_error {
             wire::read_result::Result::Error(path_error(path, output))
         } else {
+            let (content, truncated) = match truncation_note(&output.text) {
+                Some(cut) => cut,
+                None => (output.text.clone(), None),
+            };
             wire::read_result::Result::Success(wire::ReadSuccess {
                 path: path.to_owned(),
-                content: output.text.clone(),
-                total_lines: count_i32(output.text.lines().count()),
-                file_size: i64::try_from(output.text.len()).unwrap_or(i64::MAX),
-                truncated: false,
+                total_lines: truncated
+                    .and_then(|t| t.total_lines)
+                    .unwrap_or_else(|| count_i32(content.lines().count())),
+                file_size: i64::try_from(content.len()).unwrap_or(i64::MAX),
+                truncated: truncated.is_some(),
+                content,
             })
         }),
     }
+}
+
+/// What a host's truncation note says about the whole file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Truncated {
+    total_lines: Option<i32>,
+}
+
+/// Splits a host's trailing truncation note off a read's text: the content before it, and what
+/// the note says. Hosts limit reads (pi: 2000 lines or 50 KB) and say so in a last bracketed
+/// line such as `[Showing lines 1-2000 of 5000. Use offset=2001 to continue.]`,
+/// `[40 more lines in file. Use offset=11 to continue.]` or `[Line 1 is 60KB, exceeds 50KB
+/// limit. ...]`; a command tool's output cap reads the same way.
+fn truncation_note(text: &str) -> Option<(String, Option<Truncated>)> {
+    let trimmed = text.trim_end();
+    let (head, last) = match trimmed.rfind('\n') {
+        Some(at) => (&trimmed[..at], &trimmed[at + 1..]),
+        None => ("", trimmed),
+    };
+    let note = last.trim();
+    if !is_note(note) {
+        return None;
+    }
+    let lower = note.to_ascii_lowercase();
+    let says = [
+        "use offset=",
+        "more lines",
+        "showing lines",
+        "exceeds",
+        "truncated",
+        "full output",
+    ];
+    if !says.iter().any(|s| lower.contains(s)) {
+        return None;
+    }
+    let number_after = |marker: &str| -> Option<i64> {
+        let at = lower.find(marker)? + marker.len();
+        let digits: String = lower[at..]
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    // `… of TOTAL` states it; `N more lines … offset=NEXT` implies NEXT - 1 + N.
+    let total = number_after(" of ").or_else(|| {
+        let more = lower[1..].split_whitespace().next()?.parse::<i64>().ok()?;
+        lower.contains("more lines").then_some(())?;
+        Some(number_after("offset=")? - 1 + more)
+    });
+    let content = head.trim_end_matches('\n').to_owned();
+    Some((
+        content,
+        Some(Truncated {
+            total_lines: total.and_then(|t| i32::try_from(t).ok()),
+        }),
+    ))
 }
 
 fn delete(path: &str, output: &Output) -> wire::DeleteResult {
@@ -479,6 +542,41 @@ mod tests {
         assert_eq!(content_line("C:/x.rs:3: y"), Some(("C:/x.rs", 3, "y")));
         assert_eq!(content_line("a.rs-12-ctx"), None);
         assert_eq!(content_line("no match"), None);
+    }
+
+    fn read_success(text: &str) -> wire::ReadSuccess {
+        match read("f", &out(text, false)).result {
+            Some(wire::read_result::Result::Success(success)) => success,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_host_truncation_note_marks_the_read_truncated_and_leaves_the_content() {
+        let success =
+            read_success("a\nb\n\n[Showing lines 1-2 of 5000. Use offset=3 to continue.]");
+        assert_eq!(
+            (
+                success.content.as_str(),
+                success.truncated,
+                success.total_lines
+            ),
+            ("a\nb", true, 5000)
+        );
+        let success = read_success("a\n\n[40 more lines in file. Use offset=2 to continue.]");
+        assert_eq!((success.truncated, success.total_lines), (true, 41));
+        let success = read_success("[Line 1 is 60KB, exceeds 50KB limit. Use bash: sed]");
+        assert_eq!((success.content.as_str(), success.truncated), ("", true));
+        // A file whose last line merely looks like a note is not truncated.
+        let success = read_success("a\n[x]\n");
+        assert_eq!(
+            (
+                success.content.as_str(),
+                success.truncated,
+                success.total_lines
+            ),
+            ("a\n[x]\n", false, 2)
+        );
     }
 
     #[test]

@@ -12,6 +12,8 @@ mod args;
 mod codemode;
 mod encode;
 mod native;
+#[cfg(test)]
+mod option_guard;
 
 use std::time::Duration;
 

@@ -2,7 +2,8 @@
 
 use cursor_proto::agent::v1::exec_server_message::Message as Exec;
 
-use crate::intent::{Capability, shell_quote};
+use crate::intent::Capability;
+use crate::shell::{find_command, in_directory, operand, recursive_glob, shell_quote};
 
 /// A translatable native request, with everything its result shape echoes back.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,8 +54,10 @@ pub(crate) struct Replacement {
 /// What the host must do, independent of which tool does it.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Op {
+    /// `cwd`: the directory the command must run in, when the request named one.
     Run {
         command: String,
+        cwd: Option<String>,
     },
     Read {
         path: String,
@@ -133,6 +136,7 @@ impl Native {
             }),
             Exec::PiBashArgs(a) => Self::PiBash(Op::Run {
                 command: a.command.clone(),
+                cwd: None,
             }),
             Exec::PiEditArgs(a) => Self::PiEdit(Op::Edit {
                 path: a.path.clone(),
@@ -174,8 +178,13 @@ impl Native {
     /// The host operation that serves the request.
     pub(crate) fn op(&self) -> Op {
         match self {
-            Self::Shell { command, .. } => Op::Run {
+            Self::Shell {
+                command,
+                working_directory,
+                ..
+            } => Op::Run {
                 command: command.clone(),
+                cwd: (!working_directory.is_empty()).then(|| working_directory.clone()),
             },
             Self::Read { path, .. } => Op::Read {
                 path: path.clone(),
@@ -190,13 +199,14 @@ impl Native {
             // through the command tool (PROTOCOL-AGENT §5.1).
             Self::Delete { path } => Op::Run {
                 command: delete_composite(path),
+                cwd: None,
             },
             Self::Grep {
                 pattern,
                 path,
                 glob: Some(glob),
             } if pattern.is_empty() => Op::Find {
-                pattern: glob.clone(),
+                pattern: recursive_glob(glob),
                 path: path.clone(),
                 limit: None,
             },
@@ -230,7 +240,7 @@ impl Native {
 
 /// `sz=$(wc -c < PATH) && rm -- PATH && printf 'D0:%s\n' "$sz"`.
 pub(crate) fn delete_composite(path: &str) -> String {
-    let path = shell_quote(path);
+    let path = operand(path);
     format!("sz=$(wc -c < {path}) && rm -- {path} && printf 'D0:%s\\n' \"$sz\"")
 }
 
@@ -252,28 +262,29 @@ impl Op {
     /// Listings use `ls -1Ap` so directories carry a trailing `/` (the listing convention).
     pub(crate) fn as_command(&self) -> Option<String> {
         Some(match self {
-            Self::Run { command } => command.clone(),
+            Self::Run { command, cwd } => match cwd {
+                Some(dir) => in_directory(dir, command),
+                None => command.clone(),
+            },
             Self::Read {
                 path,
                 offset,
                 limit,
             } => match (offset, limit) {
-                (None, None) => format!("cat -- {}", shell_quote(path)),
+                (None, None) => format!("cat -- {}", operand(path)),
                 _ => {
                     let first = offset.unwrap_or(1).max(1);
                     let last = limit.map_or_else(
                         || "$".to_owned(),
                         |l| (i64::from(first) + i64::from(l.max(1)) - 1).to_string(),
                     );
-                    format!("sed -n '{first},{last}p' -- {}", shell_quote(path))
+                    format!("sed -n '{first},{last}p' -- {}", operand(path))
                 }
             },
             // printf keeps the content byte for byte (single quotes escape everything).
-            Self::Write { path, content } => format!(
-                "printf '%s' {} > {}",
-                shell_quote(content),
-                shell_quote(path)
-            ),
+            Self::Write { path, content } => {
+                format!("printf '%s' {} > {}", shell_quote(content), operand(path))
+            }
             Self::Edit { .. } => return None,
             Self::Search {
                 pattern,
@@ -300,7 +311,7 @@ impl Op {
                 command.push_str(&format!(
                     " -- {} {}",
                     shell_quote(pattern),
-                    shell_quote(path.as_deref().unwrap_or("."))
+                    operand(path.as_deref().unwrap_or("."))
                 ));
                 if let Some(limit) = limit.filter(|l| *l > 0) {
                     command.push_str(&format!(" | head -n {limit}"));
@@ -311,19 +322,9 @@ impl Op {
                 pattern,
                 path,
                 limit,
-            } => {
-                let mut command = format!(
-                    "find {} -name {}",
-                    shell_quote(path.as_deref().unwrap_or(".")),
-                    shell_quote(pattern)
-                );
-                if let Some(limit) = limit.filter(|l| *l > 0) {
-                    command.push_str(&format!(" | head -n {limit}"));
-                }
-                command
-            }
+            } => find_command(pattern, path.as_deref(), *limit),
             Self::List { path, limit } => {
-                let mut command = format!("ls -1Ap -- {}", shell_quote(path));
+                let mut command = format!("ls -1Ap -- {}", operand(path));
                 if let Some(limit) = limit.filter(|l| *l > 0) {
                     command.push_str(&format!(" | head -n {limit}"));
                 }
@@ -353,7 +354,8 @@ mod tests {
             ..GrepArgs::default()
         }))
         .unwrap();
-        assert!(matches!(glob.op(), Op::Find { ref pattern, .. } if pattern == "*.rs"));
+        // Cursor searches a bare pattern at any depth.
+        assert!(matches!(glob.op(), Op::Find { ref pattern, .. } if pattern == "**/*.rs"));
         let grep = Native::from_exec(&Exec::GrepArgs(GrepArgs {
             pattern: "fn".into(),
             glob: Some("*.rs".into()),
