@@ -71,6 +71,7 @@ mod error;
 mod json;
 pub mod request;
 mod run;
+mod shape;
 mod tool_calls;
 
 #[cfg(feature = "testing")]

@@ -4,9 +4,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use cursor_proto::aiserver::v1::{
-    InferenceStreamError, InferenceStreamErrorType, InferenceStreamResponse,
-    RunInferenceCancelInvocation, RunInferenceClientMessage, RunInferenceFinishRun,
-    RunInferenceInvocationEnd, RunInferenceServerMessage, inference_stream_response::Response,
+    InferenceStreamError, InferenceStreamErrorType, RunInferenceCancelInvocation,
+    RunInferenceClientMessage, RunInferenceFinishRun, RunInferenceInvocationEnd,
+    RunInferenceServerMessage, inference_stream_response::Response,
     run_inference_client_message::Message as ClientArm,
     run_inference_server_message::Message as ServerArm,
 };
@@ -15,6 +15,7 @@ use cursor_transport::CursorError;
 use prost::Message as _;
 
 use crate::error::StreamRefusal;
+use crate::shape::{self, Shape};
 use crate::tool_calls::ToolCallAssembler;
 use crate::{InferenceConfig, InferenceError, request};
 
@@ -116,15 +117,33 @@ impl InferenceRun {
     }
 
     /// Feeds one serialized server message.
+    ///
+    /// The raw frame is checked first: an arm this version does not know, at either level, is
+    /// protocol drift naming its field numbers; arms known to carry nothing (docs/PROTOCOL.md
+    /// §6.3: 4, 6, 10) are skipped.
     pub fn handle_server_bytes(&mut self, bytes: &[u8], now: Instant) {
+        if self.is_finished() {
+            return;
+        }
+        let skipped = match shape::check(bytes) {
+            Ok(shape) => shape == Shape::Skipped,
+            Err(message) => return self.fail(InferenceError::drift(message)),
+        };
         match decode_server(bytes) {
-            Ok(message) => self.handle_server_message(message, now),
+            Ok(message) => self.handle(message, now, skipped),
             Err(error) => self.fail(error),
         }
     }
 
-    /// Feeds one server message received at `now`.
+    /// Feeds one server message received at `now`. An invocation response without an arm is
+    /// protocol drift (a typed message cannot say which unknown arm it lost; feed the bytes
+    /// through [`handle_server_bytes`](Self::handle_server_bytes) to skip the known empty ones).
     pub fn handle_server_message(&mut self, message: RunInferenceServerMessage, now: Instant) {
+        self.handle(message, now, false);
+    }
+
+    /// `skipped`: the raw frame's response arm is one known to carry nothing.
+    fn handle(&mut self, message: RunInferenceServerMessage, now: Instant, skipped: bool) {
         if self.is_finished() {
             return;
         }
@@ -135,16 +154,19 @@ impl InferenceRun {
                 if let Err(error) = self.check_invocation(&response.invocation_id) {
                     return self.fail(error);
                 }
-                match response.response {
-                    Some(response) => self.on_response(response, now),
-                    // Arms this version does not read (response info, provider metadata, image
-                    // descriptions) decode to nothing; they carry no part of the answer.
-                    None => self.touch(now, false),
+                match response.response.and_then(|r| r.response) {
+                    Some(arm) => self.on_response(arm, now),
+                    // Response info, provider metadata, image descriptions: no part of the
+                    // answer, but the stream is alive and working.
+                    None if skipped => self.touch(now, false),
+                    None => self.fail(InferenceError::drift(
+                        "an invocation_response (field 3) with no response arm (field 3.2)",
+                    )),
                 }
             }
             Some(ServerArm::InvocationEnd(end)) => self.on_invocation_end(end),
             None => self.fail(InferenceError::drift(
-                "a RunInference server message with an arm this version does not know",
+                "a RunInference server message with no arm (fields 1-4 absent)",
             )),
         }
     }
@@ -228,10 +250,7 @@ impl InferenceRun {
         }
     }
 
-    fn on_response(&mut self, response: InferenceStreamResponse, now: Instant) {
-        let Some(arm) = response.response else {
-            return self.touch(now, false);
-        };
+    fn on_response(&mut self, arm: Response, now: Instant) {
         match arm {
             Response::TextPart(part) => {
                 self.touch(now, true);

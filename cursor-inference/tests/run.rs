@@ -384,6 +384,112 @@ fn an_unknown_outer_arm_or_undecodable_bytes_fail_closed_as_drift() {
     assert_eq!(events(&mut run), [Event::TextDelta { text: "hi".into() }]);
 }
 
+/// A length-delimited field: key, length, payload (payloads here stay under 128 bytes).
+fn len_field(field: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![(field << 3) | 2, u8::try_from(payload.len()).unwrap()];
+    out.extend_from_slice(payload);
+    out
+}
+
+/// An invocation_response (3) for this run whose response (2) holds `inner` as is.
+fn invocation_response_bytes(inner: Option<&[u8]>) -> Vec<u8> {
+    let mut body = len_field(1, INVOCATION.as_bytes());
+    if let Some(inner) = inner {
+        body.extend(len_field(2, inner));
+    }
+    len_field(3, &body)
+}
+
+fn drift_message(run: &mut InferenceRun) -> String {
+    let info = last_error(run);
+    assert_eq!(info.kind, ErrorKind::ProtocolDrift, "{info}");
+    assert!(run.is_finished());
+    info.message
+}
+
+#[test]
+fn an_exec_shaped_or_unknown_server_arm_is_drift_naming_its_field() {
+    let now = Instant::now();
+    // Field 5 of RunInferenceServerMessage: where an exec request would have to live.
+    let mut run = invoked(now);
+    run.handle_server_bytes(&len_field(5, &len_field(1, b"rm -rf /")), now);
+    let message = drift_message(&mut run);
+    assert!(message.contains("field 5"), "{message}");
+    // Next to a known arm it is still drift, not skipped.
+    let mut run = invoked(now);
+    let mut bytes = text("hi").encode_to_vec();
+    bytes.extend(len_field(12, &[]));
+    run.handle_server_bytes(&bytes, now);
+    assert!(drift_message(&mut run).contains("field 12"));
+}
+
+#[test]
+fn an_invocation_response_without_a_response_is_drift() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    run.handle_server_bytes(&invocation_response_bytes(None), now);
+    assert!(drift_message(&mut run).contains("field 3.2"));
+    let mut run = invoked(now);
+    run.handle_server_message(
+        arm(Server::InvocationResponse(RunInferenceInvocationResponse {
+            invocation_id: INVOCATION.into(),
+            response: None,
+        })),
+        now,
+    );
+    assert!(drift_message(&mut run).contains("field 3.2"));
+}
+
+#[test]
+fn a_response_with_an_absent_inner_arm_is_drift() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    run.handle_server_bytes(&invocation_response_bytes(Some(&[])), now);
+    assert!(drift_message(&mut run).contains("no arm"));
+    let mut run = invoked(now);
+    run.handle_server_message(
+        arm(Server::InvocationResponse(RunInferenceInvocationResponse {
+            invocation_id: INVOCATION.into(),
+            response: Some(InferenceStreamResponse { response: None }),
+        })),
+        now,
+    );
+    assert!(drift_message(&mut run).contains("field 3.2"));
+}
+
+#[test]
+fn a_response_with_an_unknown_inner_arm_is_drift_naming_it() {
+    let now = Instant::now();
+    let mut run = invoked(now);
+    run.handle_server_bytes(&invocation_response_bytes(Some(&len_field(11, &[]))), now);
+    let message = drift_message(&mut run);
+    assert!(message.contains("arm 11"), "{message}");
+}
+
+#[test]
+fn the_known_empty_arms_are_skipped_and_the_turn_goes_on() {
+    let now = Instant::now();
+    for skipped in [4, 6, 10] {
+        let mut run = invoked(now);
+        run.handle_server_bytes(&text("a").encode_to_vec(), now);
+        run.handle_server_bytes(
+            &invocation_response_bytes(Some(&len_field(skipped, &[]))),
+            now,
+        );
+        run.handle_server_bytes(&end(None).encode_to_vec(), now);
+        assert_eq!(
+            events(&mut run),
+            [
+                Event::TextDelta { text: "a".into() },
+                Event::Done {
+                    reason: StopReason::Stop
+                }
+            ],
+            "arm {skipped}"
+        );
+    }
+}
+
 #[test]
 fn frames_out_of_order_or_for_another_invocation_are_drift() {
     let now = Instant::now();

@@ -213,6 +213,22 @@ pub(crate) fn put_len_delimited(out: &mut Vec<u8>, field: u32, data: &[u8]) {
     out.extend_from_slice(data);
 }
 
+/// The fields of one message level as `(field number, value)` pairs, in wire order; the value
+/// of a length-delimited field is its payload (a nested message can be walked again). Lets a
+/// decoder see the arms prost drops as unknown fields.
+///
+/// # Errors
+///
+/// [`WireError`] when `bytes` is not well-formed protobuf.
+pub fn fields(bytes: &[u8]) -> Result<Vec<(u32, &[u8])>, WireError> {
+    let mut reader = Reader::new(bytes);
+    let mut out = Vec::new();
+    while let Some(field) = reader.next_field()? {
+        out.push((field.field, field.value));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +339,17 @@ mod tests {
                 offset: 0
             })
         );
+    }
+
+    #[test]
+    fn fields_lists_every_field_with_its_payload() {
+        // field 3 (len 2: field 1 varint 5), then field 9 varint 1.
+        let bytes = [0x1a, 0x02, 0x08, 0x05, 0x48, 0x01];
+        assert_eq!(
+            super::fields(&bytes).unwrap(),
+            [(3, &[0x08, 0x05][..]), (9, &[0x01][..])]
+        );
+        assert!(super::fields(&[0x1a, 0x05]).is_err());
     }
 
     #[test]
