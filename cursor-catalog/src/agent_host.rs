@@ -94,8 +94,13 @@ pub fn resolve_agent_origin(
     })
 }
 
+/// Only an override may name a loopback (plain http) origin; a discovered one may not.
 fn parse(value: &str, from: AgentOriginSource) -> Result<Origin, CatalogError> {
-    Origin::parse(value).map_err(|source| CatalogError::AgentOriginRefused {
+    let parsed = match from {
+        AgentOriginSource::Override => Origin::parse_override(value),
+        AgentOriginSource::Discovered | AgentOriginSource::Default => Origin::parse(value),
+    };
+    parsed.map_err(|source| CatalogError::AgentOriginRefused {
         origin: value.to_owned(),
         from,
         source,

@@ -80,8 +80,20 @@ impl Origin {
     ///
     /// HTTPS is allowed to `api2.cursor.sh` and to `agent`/`agentn` hosts directly under
     /// `api5.cursor.sh` or one region label below it (`agentn.us.api5.cursor.sh`), on port
-    /// 443. Plain HTTP is allowed to `127.0.0.1`, `localhost` and `[::1]` on any port.
+    /// 443. Plain HTTP to `127.0.0.1`, `localhost` and `[::1]` is refused here unless the
+    /// `testing` feature is on: text from anywhere else (a server's answer, a snapshot) must
+    /// never move a call off TLS. An explicit override uses [`parse_override`](Self::parse_override).
     pub fn parse(origin: &str) -> Result<Self, CursorError> {
+        Self::parse_with(origin, cfg!(feature = "testing"))
+    }
+
+    /// Parses an explicit override (an environment variable or a caller's setting): the
+    /// allowlist of [`parse`](Self::parse), plus plain HTTP to loopback on any port.
+    pub fn parse_override(origin: &str) -> Result<Self, CursorError> {
+        Self::parse_with(origin, true)
+    }
+
+    fn parse_with(origin: &str, loopback: bool) -> Result<Self, CursorError> {
         let refuse = |reason| CursorError::OriginRefused {
             origin: origin.to_owned(),
             reason,
@@ -117,13 +129,20 @@ impl Origin {
                 if !LOOPBACK_HOSTS.contains(&host.as_str()) {
                     return Err(refuse("plain http is allowed to loopback only"));
                 }
+                if !loopback {
+                    return Err(refuse(
+                        "plain http to loopback needs an explicit override (or the testing feature)",
+                    ));
+                }
                 let port = port.ok_or_else(|| refuse("a loopback origin needs a port"))?;
                 Ok(Self { scheme, host, port })
             }
         }
     }
 
-    /// Checks the scheme and authority of an absolute URI against the allowlist.
+    /// Checks the scheme and authority of an absolute URI against the allowlist. The URI is one
+    /// this process built from its own configuration (whose origins were checked when they
+    /// were configured, loopback only by an explicit override), so loopback passes here.
     pub fn from_uri(uri: &http::Uri) -> Result<Self, CursorError> {
         let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
             return Err(CursorError::OriginRefused {
@@ -131,7 +150,7 @@ impl Origin {
                 reason: "the request URI must be absolute",
             });
         };
-        Self::parse(&format!("{scheme}://{authority}"))
+        Self::parse_override(&format!("{scheme}://{authority}"))
     }
 
     /// The scheme.
@@ -325,20 +344,42 @@ mod tests {
     }
 
     #[test]
-    fn loopback_is_plain_http_with_a_port() {
+    fn loopback_is_plain_http_with_a_port_when_an_override_asks() {
         for ok in [
             "http://127.0.0.1:8080",
             "http://localhost:1",
             "http://[::1]:9000/",
         ] {
-            let origin = Origin::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            let origin = Origin::parse_override(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
             assert!(origin.is_loopback());
         }
         assert_eq!(
-            Origin::parse("http://[::1]:9000").unwrap().dial_host(),
+            Origin::parse_override("http://[::1]:9000")
+                .unwrap()
+                .dial_host(),
             "::1"
         );
+        assert!(Origin::parse_override("http://api2.cursor.sh:80").is_err());
+        assert!(Origin::parse_override("http://127.0.0.1").is_err());
         assert_eq!(Origin::loopback(5).to_string(), "http://127.0.0.1:5");
+    }
+
+    #[test]
+    fn without_an_override_or_the_testing_feature_loopback_is_refused() {
+        for plain in [
+            "http://127.0.0.1:8080",
+            "http://localhost:1",
+            "http://[::1]:9",
+        ] {
+            let error = Origin::parse_with(plain, false).expect_err(plain);
+            assert!(error.to_string().contains("explicit override"), "{error}");
+        }
+        assert!(Origin::parse_with("https://api2.cursor.sh", false).is_ok());
+        // `parse` is that gate, opened only by the `testing` feature.
+        assert_eq!(
+            Origin::parse("http://127.0.0.1:8080").is_ok(),
+            cfg!(feature = "testing")
+        );
     }
 
     #[test]

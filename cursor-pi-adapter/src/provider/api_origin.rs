@@ -28,7 +28,7 @@ pub fn api_origin(value: Option<&str>) -> Result<Origin, ErrorInfo> {
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return Ok(Origin::api2());
     };
-    Origin::parse(value).map_err(|error| {
+    Origin::parse_override(value).map_err(|error| {
         ErrorInfo::new(
             ErrorKind::Local,
             format!("{API_ORIGIN_ENV} is refused: {error}"),
