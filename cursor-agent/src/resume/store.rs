@@ -3,12 +3,14 @@
 //!
 //! Writes go to a temp file in the same directory, are fsynced, renamed over the handle and
 //! the directory is fsynced. Files are created mode 0600 in a 0700 directory (Unix). The lock
-//! is `<session>.lock`, created with `create_new`; a lock older than
-//! [`HandleStore::stale_lock_after`] is a crashed holder's and is broken. (`File::lock` would do
-//! but is newer than the workspace's minimum Rust.) A handle that cannot be read or parsed is
-//! moved aside as `<session>.json.corrupt-<unix time>` and reported, never deleted.
+//! is an OS advisory lock (`File::try_lock`, flock on Unix) on `<session>.lock`. The OS drops
+//! it when its holder exits or crashes, so there is no stale lock to break and no window in
+//! which two processes could both break one; the lock file itself is never deleted (deleting a
+//! locked file would let a waiter lock the old inode while a newcomer locks a new one). A
+//! handle that cannot be read or parsed is moved aside as `<session>.json.corrupt-<unix time>`
+//! and reported, never deleted.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,8 +56,6 @@ pub struct HandleStore {
     /// How long [`save`](Self::save), [`load`](Self::load) and [`remove`](Self::remove) wait
     /// for another holder's lock (5 s).
     pub lock_timeout: Duration,
-    /// How old a lock file must be to count as left behind by a crashed holder (30 s).
-    pub stale_lock_after: Duration,
 }
 
 /// What [`HandleStore::load`] found.
@@ -150,7 +150,6 @@ impl HandleStore {
         Self {
             dir: dir.into(),
             lock_timeout: Duration::from_secs(5),
-            stale_lock_after: Duration::from_secs(30),
         }
     }
 
@@ -258,51 +257,62 @@ impl HandleStore {
         }
     }
 
+    /// Runs `f` holding `session_id`'s lock, for a read-modify-write that must not interleave
+    /// with another process's (the lock is not reentrant: `f` must not call [`load`](Self::load),
+    /// [`save`](Self::save) or [`remove`](Self::remove) for the same session).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::LockTimeout`] when another holder keeps the lock past
+    /// [`lock_timeout`](Self::lock_timeout); [`StoreError::Io`] when the lock file cannot be
+    /// opened.
+    pub fn with_lock<T>(&self, session_id: &str, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+        validate(session_id)?;
+        let _lock = self.lock(session_id)?;
+        Ok(f())
+    }
+
     fn lock(&self, session_id: &str) -> Result<LockGuard, StoreError> {
         self.ensure_dir()?;
         let path = self.dir.join(format!("{session_id}.lock"));
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600);
+        }
+        let file = options
+            .open(&path)
+            .map_err(|e| io_error("open lock", &path, e))?;
         let started = std::time::Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    let _ = writeln!(file, "{:x}", holder_tag());
-                    return Ok(LockGuard { path });
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if self.lock_is_stale(&path) {
-                        let _ = fs::remove_file(&path);
-                        continue;
-                    }
+            match file.try_lock() {
+                Ok(()) => return Ok(LockGuard { file }),
+                Err(TryLockError::WouldBlock) => {
                     if started.elapsed() >= self.lock_timeout {
                         return Err(StoreError::LockTimeout(path));
                     }
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
-                Err(e) => return Err(io_error("create lock", &path, e)),
+                Err(TryLockError::Error(e)) => return Err(io_error("lock", &path, e)),
             }
         }
     }
-
-    fn lock_is_stale(&self, path: &Path) -> bool {
-        fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|modified| modified.elapsed().ok())
-            .is_some_and(|age| age > self.stale_lock_after)
-    }
 }
 
-/// Removes the lock file when the holder is done (or unwinds).
+/// Holds the OS lock; closing the file (on drop, or when the process dies) releases it.
 #[derive(Debug)]
 struct LockGuard {
-    path: PathBuf,
+    file: File,
 }
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        // Closing releases it too; unlocking first makes the order explicit.
+        let _ = self.file.unlock();
     }
 }
 
