@@ -69,6 +69,16 @@ impl RunConfig {
         self
     }
 
+    /// Checks the settings a Run cannot work with; [`AgentRun::new`](crate::AgentRun::new)
+    /// calls it, so a bad value fails before anything is sent.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Config`](crate::AgentError::Config) (today: [`Timers::validate`]).
+    pub fn validate(&self) -> Result<(), crate::AgentError> {
+        self.timers.validate()
+    }
+
     /// The prefix Cursor puts before host tool names: `mcp_<provider>_`.
     pub fn tool_prefix(&self) -> String {
         self.profile.tool_prefix()
@@ -233,6 +243,74 @@ impl Default for Timers {
     }
 }
 
+/// The longest any timer may be: anything past an hour is a unit mistake (seconds given as
+/// milliseconds), not a wish.
+pub const MAX_TIMER: Duration = Duration::from_secs(3600);
+
+impl Timers {
+    /// Checks that every timer is non-zero, at most [`MAX_TIMER`], and that the heartbeats are
+    /// shorter than the silences they must prevent (a heartbeat slower than the idle or
+    /// first-frame timeout would let the stream die between beats).
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Config`](crate::AgentError::Config) naming the timer and its value.
+    pub fn validate(&self) -> Result<(), crate::AgentError> {
+        let named = [
+            ("heartbeat_interval", self.heartbeat_interval),
+            ("first_frame_timeout", self.first_frame_timeout),
+            ("idle_timeout", self.idle_timeout),
+            ("tool_call_debounce", self.tool_call_debounce),
+            ("exec_heartbeat_interval", self.exec_heartbeat_interval),
+        ];
+        for (name, value) in named {
+            if value.is_zero() || value > MAX_TIMER {
+                return Err(timer_error(format!(
+                    "timer {name} is {value:?}; it must be above zero and at most {MAX_TIMER:?}"
+                )));
+            }
+        }
+        let shorter = [
+            (
+                "heartbeat_interval",
+                self.heartbeat_interval,
+                "idle_timeout",
+                self.idle_timeout,
+            ),
+            (
+                "heartbeat_interval",
+                self.heartbeat_interval,
+                "first_frame_timeout",
+                self.first_frame_timeout,
+            ),
+            (
+                "exec_heartbeat_interval",
+                self.exec_heartbeat_interval,
+                "idle_timeout",
+                self.idle_timeout,
+            ),
+            (
+                "tool_call_debounce",
+                self.tool_call_debounce,
+                "idle_timeout",
+                self.idle_timeout,
+            ),
+        ];
+        for (short, short_value, long, long_value) in shorter {
+            if short_value >= long_value {
+                return Err(timer_error(format!(
+                    "timer {short} ({short_value:?}) must be shorter than {long} ({long_value:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn timer_error(message: String) -> crate::AgentError {
+    crate::AgentError::Config(message)
+}
+
 /// Size and count caps of a Run (PROTOCOL-AGENT §2.1, §3.1, §5, §6, §8).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -276,6 +354,42 @@ impl Default for Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn timers(edit: impl FnOnce(&mut Timers)) -> Result<(), String> {
+        let mut timers = Timers::default();
+        edit(&mut timers);
+        timers.validate().map_err(|e| {
+            assert!(matches!(e, crate::AgentError::Config(_)), "{e:?}");
+            e.to_string()
+        })
+    }
+
+    #[test]
+    fn zero_absurd_or_inverted_timers_are_config_errors() {
+        assert_eq!(timers(|_| ()), Ok(()));
+        let zero = timers(|t| t.idle_timeout = Duration::ZERO).unwrap_err();
+        assert!(zero.contains("idle_timeout"), "{zero}");
+        let absurd = timers(|t| t.first_frame_timeout = Duration::from_secs(30_000)).unwrap_err();
+        assert!(absurd.contains("first_frame_timeout"), "{absurd}");
+        let inverted = timers(|t| t.idle_timeout = Duration::from_secs(10)).unwrap_err();
+        assert!(
+            inverted.contains("heartbeat_interval") && inverted.contains("idle_timeout"),
+            "{inverted}"
+        );
+        assert!(timers(|t| t.exec_heartbeat_interval = Duration::from_secs(200)).is_err());
+        assert!(timers(|t| t.heartbeat_interval = Duration::from_secs(30)).is_err());
+        // Tight but consistent values are fine.
+        assert_eq!(
+            timers(|t| {
+                t.heartbeat_interval = Duration::from_millis(100);
+                t.first_frame_timeout = Duration::from_millis(500);
+                t.idle_timeout = Duration::from_secs(1);
+                t.exec_heartbeat_interval = Duration::from_millis(200);
+                t.tool_call_debounce = Duration::from_millis(50);
+            }),
+            Ok(())
+        );
+    }
 
     #[test]
     fn defaults_follow_the_spec() {

@@ -141,7 +141,7 @@ pub mod testing;
 pub use cursor_proto::ir;
 
 pub use blobs::{BlobId, BlobStore};
-pub use config::{HostProfile, IdSeed, Limits, RunConfig, Timers};
+pub use config::{HostProfile, IdSeed, Limits, MAX_TIMER, RunConfig, Timers};
 pub use error::{AgentError, StreamOutcome};
 pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};
 pub use policy::ExecArm;

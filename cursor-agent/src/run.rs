@@ -142,6 +142,7 @@ impl AgentRun {
         reset: bool,
         now: Instant,
     ) -> Result<Self, AgentError> {
+        config.validate()?;
         let mut ids = IdSource::new(config.id_seed.bytes());
         let conversation_id = config
             .conversation_id

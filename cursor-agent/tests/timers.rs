@@ -146,3 +146,21 @@ fn spurious_timeouts_are_no_ops() {
     assert!(h.take_sent().is_empty());
     assert!(h.take_events().is_empty());
 }
+
+#[test]
+fn a_run_with_an_idle_timeout_shorter_than_its_heartbeat_is_refused_before_it_opens() {
+    let mut config = config();
+    config.timers.idle_timeout = Duration::from_secs(10);
+    let error = cursor_agent::AgentRun::new(config, &conversation(), std::time::Instant::now())
+        .expect_err("inverted timers");
+    assert!(
+        matches!(&error, cursor_agent::AgentError::Config(m) if m.contains("idle_timeout")),
+        "{error:?}"
+    );
+    assert_eq!(cursor_proto::ir::Classify::kind(&error), ErrorKind::Local);
+    let mut config = common::config();
+    config.timers.first_frame_timeout = Duration::ZERO;
+    assert!(
+        cursor_agent::AgentRun::new(config, &conversation(), std::time::Instant::now()).is_err()
+    );
+}

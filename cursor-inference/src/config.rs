@@ -1,6 +1,58 @@
 //! What one RunInference turn is about: the model, the ids, the output budget.
 
-use crate::InferenceError;
+use std::time::Duration;
+
+use crate::{FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceError, RUN_READY_TIMEOUT};
+
+/// The longest any watchdog may be: past an hour is a unit mistake, not a wish.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The watchdogs of one turn (docs/PROTOCOL.md §6.3).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InferenceTimers {
+    /// How long the server may take to answer the run request with `run_ready` (65 s).
+    pub run_ready: Duration,
+    /// How long the model may take to produce its first token (30 s).
+    pub first_token: Duration,
+    /// How long the stream may go without a work frame once tokens flow (120 s).
+    pub idle: Duration,
+}
+
+impl Default for InferenceTimers {
+    fn default() -> Self {
+        Self {
+            run_ready: RUN_READY_TIMEOUT,
+            first_token: FIRST_TOKEN_TIMEOUT,
+            idle: IDLE_TIMEOUT,
+        }
+    }
+}
+
+impl InferenceTimers {
+    /// Checks that every watchdog is above zero and at most [`MAX_TIMEOUT`].
+    ///
+    /// # Errors
+    ///
+    /// [`InferenceError::Config`] naming the watchdog and its value.
+    pub fn validate(&self) -> Result<(), InferenceError> {
+        for (name, value) in [
+            ("run_ready", self.run_ready),
+            ("first_token", self.first_token),
+            ("idle", self.idle),
+        ] {
+            if value.is_zero() || value > MAX_TIMEOUT {
+                return Err(InferenceError::Config {
+                    message: format!(
+                        "the {name} timeout is {value:?}; it must be above zero and at most \
+                         {MAX_TIMEOUT:?}"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
 
 /// The settings of one turn.
 #[non_exhaustive]
@@ -15,6 +67,8 @@ pub struct InferenceConfig {
     pub invocation_id: String,
     /// `model_config.max_tokens`, when the host sets an output budget.
     pub max_tokens: Option<u32>,
+    /// Checked when set: see [`with_timers`](Self::with_timers).
+    timers: InferenceTimers,
 }
 
 impl InferenceConfig {
@@ -38,7 +92,25 @@ impl InferenceConfig {
             conversation_id: conversation_id.into(),
             invocation_id: invocation_id.into(),
             max_tokens: None,
+            timers: InferenceTimers::default(),
         }
+    }
+
+    /// The turn's watchdogs.
+    pub fn timers(&self) -> InferenceTimers {
+        self.timers
+    }
+
+    /// Sets the watchdogs.
+    ///
+    /// # Errors
+    ///
+    /// [`InferenceError::Config`] when a value is zero or absurd ([`InferenceTimers::validate`]);
+    /// the config is not changed.
+    pub fn with_timers(mut self, timers: InferenceTimers) -> Result<Self, InferenceError> {
+        timers.validate()?;
+        self.timers = timers;
+        Ok(self)
     }
 
     /// Sets the output budget.
@@ -64,6 +136,35 @@ pub fn fresh_id() -> Result<String, InferenceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timers_are_settable_and_zero_or_absurd_ones_are_config_errors() {
+        let config = InferenceConfig::with_ids("m", "c", "i");
+        assert_eq!(config.timers(), InferenceTimers::default());
+        let short = InferenceTimers {
+            first_token: Duration::from_secs(5),
+            ..InferenceTimers::default()
+        };
+        let config = config.with_timers(short).unwrap();
+        assert_eq!(config.timers().first_token, Duration::from_secs(5));
+        for bad in [
+            InferenceTimers {
+                idle: Duration::ZERO,
+                ..short
+            },
+            InferenceTimers {
+                run_ready: Duration::from_secs(7200),
+                ..short
+            },
+        ] {
+            let error = config.clone().with_timers(bad).unwrap_err();
+            assert!(matches!(error, InferenceError::Config { .. }), "{error:?}");
+            assert_eq!(
+                cursor_proto::ir::Classify::kind(&error),
+                cursor_proto::ir::ErrorKind::Local
+            );
+        }
+    }
 
     #[test]
     fn fresh_ids_are_distinct_version_4_uuids() {

@@ -85,6 +85,12 @@ pub enum InferenceError {
         /// The limit that passed.
         limit: Duration,
     },
+    /// A setting is unusable (a zero or absurd timeout).
+    #[error("invalid inference configuration: {message}")]
+    Config {
+        /// What was wrong.
+        message: String,
+    },
     /// The request could not be built from the input.
     #[error("invalid request: {message}")]
     InvalidRequest {
@@ -116,7 +122,7 @@ impl Classify for InferenceError {
             Self::InvocationEnd { code, .. } => invocation_code_kind(*code),
             Self::ProtocolDrift { .. } => ErrorKind::ProtocolDrift,
             Self::Timeout { .. } => ErrorKind::Network,
-            Self::InvalidRequest { .. } => ErrorKind::Local,
+            Self::InvalidRequest { .. } | Self::Config { .. } => ErrorKind::Local,
         }
     }
 
@@ -135,6 +141,7 @@ impl Classify for InferenceError {
             Self::InvalidRequest { .. } => {
                 NextStep::fix_input("fix the request (model, conversation or tools)")
             }
+            Self::Config { .. } => NextStep::fix_config("fix the timeout named in the message"),
         }
     }
 

@@ -19,7 +19,8 @@ use crate::shape::{self, Shape};
 use crate::tool_calls::ToolCallAssembler;
 use crate::{InferenceConfig, InferenceError, request};
 
-/// How long the server may take to answer the run request with `run_ready`.
+/// How long the server may take to answer the run request with `run_ready` (the default of
+/// [`InferenceTimers::run_ready`](crate::InferenceTimers::run_ready)).
 pub const RUN_READY_TIMEOUT: Duration = Duration::from_secs(65);
 /// How long the model may take to produce its first token after the invocation.
 pub const FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -72,6 +73,7 @@ impl InferenceRun {
     /// frame is ready to send, and the `run_ready` watchdog starts.
     pub fn open(config: InferenceConfig, conversation: &Conversation, now: Instant) -> Self {
         let run_request = request::run_request(&config, conversation);
+        let deadline = Some(now + config.timers().run_ready);
         let invoke = request::invoke_model(&config, conversation);
         Self {
             config,
@@ -79,7 +81,7 @@ impl InferenceRun {
             invoke: Some(invoke),
             transmit: VecDeque::from([run_request]),
             events: VecDeque::new(),
-            deadline: Some(now + RUN_READY_TIMEOUT),
+            deadline,
             tool_calls: ToolCallAssembler::default(),
             asked_for_tools: false,
             failure: None,
@@ -195,10 +197,11 @@ impl InferenceRun {
         if now < deadline || self.is_finished() {
             return;
         }
+        let timers = self.config.timers();
         let (waiting_for, limit) = match self.phase {
-            Phase::AwaitingReady => ("run_ready", RUN_READY_TIMEOUT),
-            Phase::AwaitingFirstToken => ("first token", FIRST_TOKEN_TIMEOUT),
-            Phase::Streaming | Phase::Finished => ("model output", IDLE_TIMEOUT),
+            Phase::AwaitingReady => ("run_ready", timers.run_ready),
+            Phase::AwaitingFirstToken => ("first token", timers.first_token),
+            Phase::Streaming | Phase::Finished => ("model output", timers.idle),
         };
         self.cancel_invocation();
         self.fail(InferenceError::Timeout { waiting_for, limit });
@@ -220,7 +223,7 @@ impl InferenceRun {
             (Phase::AwaitingReady, Some(invoke)) => {
                 self.transmit.push_back(invoke);
                 self.phase = Phase::AwaitingFirstToken;
-                self.deadline = Some(now + FIRST_TOKEN_TIMEOUT);
+                self.deadline = Some(now + self.config.timers().first_token);
             }
             _ => self.fail(InferenceError::drift("run_ready arrived twice")),
         }
@@ -246,7 +249,7 @@ impl InferenceRun {
             self.phase = Phase::Streaming;
         }
         if self.phase == Phase::Streaming {
-            self.deadline = Some(now + IDLE_TIMEOUT);
+            self.deadline = Some(now + self.config.timers().idle);
         }
     }
 

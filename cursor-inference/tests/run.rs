@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use cursor_inference::{
     FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceConfig, InferenceError, InferenceRun,
-    RUN_READY_TIMEOUT, StreamRefusal,
+    InferenceTimers, RUN_READY_TIMEOUT, StreamRefusal,
 };
 use cursor_proto::aiserver::v1::{
     InferenceExtendedUsageInfo, InferenceInvocationIdInfo, InferenceStreamError,
@@ -582,4 +582,24 @@ fn cancel_aborts_once_and_tells_the_server() {
     // Frames after the end change nothing.
     run.handle_server_message(text("late"), now);
     assert!(events(&mut run).is_empty());
+}
+
+#[test]
+fn configured_watchdogs_replace_the_defaults() {
+    let now = Instant::now();
+    let mut timers = InferenceTimers::default();
+    timers.first_token = Duration::from_secs(5);
+    timers.idle = Duration::from_secs(7);
+    let config = InferenceConfig::with_ids("m", "conv-1", INVOCATION)
+        .with_timers(timers)
+        .unwrap();
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    let mut run = InferenceRun::open(config, &conversation, now);
+    run.handle_server_message(ready(), now);
+    assert_eq!(run.poll_timeout(), Some(now + Duration::from_secs(5)));
+    run.handle_server_message(text("a"), now);
+    assert_eq!(run.poll_timeout(), Some(now + Duration::from_secs(7)));
+    run.handle_timeout(now + Duration::from_secs(7));
+    let info = last_error(&mut run);
+    assert!(info.message.contains("within 7s"), "{info}");
 }
