@@ -10,6 +10,12 @@ use cursor_proto::agent::v1::{
 use cursor_proto::ir::{Conversation, Event, Message, Tool, ToolResult};
 use prost::Message as _;
 
+use std::collections::HashMap;
+
+use cursor_proto::agent::v1::{AgentServerMessage, agent_server_message::Message as Server};
+use prost::Message as _;
+
+use crate::policy::{Decision, decide};
 use crate::{AgentEvent, AgentRun, RunConfig, StreamOutcome};
 
 /// Exec arm field numbers the structured op picks from (every known arm plus unknown ones).
@@ -86,13 +92,31 @@ pub fn is_allowed_transmit(frame: &AgentClientMessage, host_results: bool) -> bo
             r.event.is_some(),
             matches!(r.event, Some(w::shell_stream::Event::Rejected(_))),
         ),
-        Reply::BackgroundShellSpawnResult(r) => r.result.is_some(),
-        Reply::ListMcpResourcesExecResult(r) => r.result.is_some(),
-        Reply::ReadMcpResourceExecResult(r) => r.result.is_some(),
-        Reply::FetchResult(r) => r.result.is_some(),
-        Reply::RecordScreenResult(r) => r.result.is_some(),
-        Reply::ComputerUseResult(r) => r.result.is_some(),
-        Reply::WriteShellStdinResult(r) => r.result.is_some(),
+        // Always refused by the policy table: the refusal arm and nothing else, host results
+        // or not (a success arm added to the schema must not slip through).
+        Reply::BackgroundShellSpawnResult(r) => matches!(
+            r.result,
+            Some(w::background_shell_spawn_result::Result::Rejected(_))
+        ),
+        Reply::ListMcpResourcesExecResult(r) => matches!(
+            r.result,
+            Some(w::list_mcp_resources_exec_result::Result::Rejected(_))
+        ),
+        Reply::ReadMcpResourceExecResult(r) => matches!(
+            r.result,
+            Some(w::read_mcp_resource_exec_result::Result::Rejected(_))
+        ),
+        Reply::FetchResult(r) => matches!(r.result, Some(w::fetch_result::Result::Error(_))),
+        Reply::RecordScreenResult(r) => {
+            matches!(r.result, Some(w::record_screen_result::Result::Failure(_)))
+        }
+        Reply::ComputerUseResult(r) => {
+            matches!(r.result, Some(w::computer_use_result::Result::Error(_)))
+        }
+        Reply::WriteShellStdinResult(r) => matches!(
+            r.result,
+            Some(w::write_shell_stdin_result::Result::Error(_))
+        ),
         Reply::PiReadResult(r) => gate(
             r.result.is_some(),
             matches!(r.result, Some(w::pi_read_exec_result::Result::Error(_))),
@@ -124,6 +148,34 @@ pub fn is_allowed_transmit(frame: &AgentClientMessage, host_results: bool) -> bo
     }
 }
 
+/// True when `reply` is of the result type the policy table gives `decision`'s request (a
+/// Fetch is answered with a FetchResult, never a ShellResult). Which arm of it may go out is
+/// [`is_allowed_transmit`]'s check.
+fn answers_its_request(reply: &Reply, decision: &Decision) -> bool {
+    let same_type = |refusal: &crate::policy::Refusal| {
+        std::mem::discriminant(reply)
+            == std::mem::discriminant(&refusal.clone().reply(String::new()))
+    };
+    match decision {
+        Decision::Refuse { refusal, .. } => same_type(refusal),
+        // Whether a non-refusal arm may go out is `is_allowed_transmit`'s call.
+        Decision::Translatable { refusal, .. } => same_type(refusal),
+        Decision::ReportContext => matches!(reply, Reply::RequestContextResult(_)),
+        Decision::Lift(_) => matches!(reply, Reply::McpResult(_)),
+        // A throw is a control message; no result may answer it.
+        Decision::Throw { .. } => false,
+    }
+}
+
+/// Fuzz target `handle_file`: parses `data` as a handle file. Must never panic; a file that
+/// parses writes back to bytes that parse to the same handle.
+pub fn handle_file(data: &[u8]) {
+    if let Ok(handle) = crate::Handle::from_json(data) {
+        let again = crate::Handle::from_json(&handle.to_json());
+        assert_eq!(again.as_ref(), Ok(&handle), "a handle does not round-trip");
+    }
+}
+
 /// Plays `data` as a script of server frames, timeouts and host commands against a run, and
 /// panics if the run sends anything the policy forbids, grows without bound, or panics itself.
 pub fn fuzz_one(data: &[u8]) {
@@ -146,6 +198,7 @@ pub fn fuzz_one(data: &[u8]) {
         tool_calls: Vec::new(),
         transmitted: 0,
         events: 0,
+        requests: HashMap::new(),
     };
     harness.drain(&mut run, false);
     let mut input = data;
@@ -156,6 +209,7 @@ pub fn fuzz_one(data: &[u8]) {
             0 => {
                 let (frame, rest) = take_frame(input);
                 input = rest;
+                harness.note_request(frame);
                 run.handle_server_bytes(frame, harness.now);
             }
             1 | 2 => {
@@ -191,7 +245,9 @@ pub fn fuzz_one(data: &[u8]) {
                 let (&pick, rest) = input.split_first().unwrap_or((&0, &[]));
                 input = rest;
                 let field = EXEC_FIELDS[usize::from(pick) % EXEC_FIELDS.len()];
-                run.handle_server_bytes(&exec_frame(field, pick), harness.now);
+                let frame = exec_frame(field, pick);
+                harness.note_request(&frame);
+                run.handle_server_bytes(&frame, harness.now);
             }
         }
         harness.drain(&mut run, submitted);
@@ -207,9 +263,22 @@ struct Harness {
     tool_calls: Vec<String>,
     transmitted: usize,
     events: usize,
+    /// The policy decision for each exec id the server sent, the latest per id.
+    requests: HashMap<u32, Decision>,
 }
 
 impl Harness {
+    fn note_request(&mut self, frame: &[u8]) {
+        if let Ok(AgentServerMessage {
+            message: Some(Server::ExecServerMessage(exec)),
+            ..
+        }) = AgentServerMessage::decode(frame)
+            && self.requests.len() < 4096
+        {
+            self.requests.insert(exec.id, decide(exec.message).decision);
+        }
+    }
+
     fn drain(&mut self, run: &mut AgentRun, mcp_success_allowed: bool) {
         while let Some(bytes) = run.poll_transmit() {
             let frame = AgentClientMessage::decode(bytes.as_slice())
@@ -223,6 +292,16 @@ impl Harness {
                 is_allowed_transmit(&frame, mcp_success_allowed),
                 "forbidden frame: {frame:?}"
             );
+            if let Some(Client::ExecClientMessage(exec)) = &frame.message
+                && let Some(reply) = &exec.message
+            {
+                let decision = self.requests.get(&exec.id);
+                assert!(
+                    decision.is_some_and(|d| answers_its_request(reply, d)),
+                    "exec {} answered against the policy table ({decision:?}): {reply:?}",
+                    exec.id
+                );
+            }
             self.transmitted += 1;
         }
         while let Some(event) = run.poll_event() {
@@ -252,14 +331,13 @@ fn take_frame(input: &[u8]) -> (&[u8], &[u8]) {
 /// `mcp_args` with an even id: a call to the registered `bash` tool).
 fn exec_frame(field: u8, id: u8) -> Vec<u8> {
     use cursor_proto::agent::v1 as w;
-    use prost::Message as _;
     if field == 11 && id.is_multiple_of(2) {
         let args = w::McpArgs {
             tool_name: "mcp_pi_bash".into(),
             tool_call_id: format!("call-{id}"),
             ..w::McpArgs::default()
         };
-        return w::AgentServerMessage {
+        return AgentServerMessage {
             message: Some(w::agent_server_message::Message::ExecServerMessage(
                 w::ExecServerMessage {
                     id: u32::from(id),
@@ -267,7 +345,7 @@ fn exec_frame(field: u8, id: u8) -> Vec<u8> {
                     ..w::ExecServerMessage::default()
                 },
             )),
-            ..w::AgentServerMessage::default()
+            ..AgentServerMessage::default()
         }
         .encode_to_vec();
     }
@@ -292,4 +370,78 @@ fn push_varint(out: &mut Vec<u8>, mut value: u64) {
         value >>= 7;
     }
     out.push(value as u8);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cursor_proto::agent::v1 as w;
+
+    fn exec_reply(id: u32, reply: Reply) -> AgentClientMessage {
+        AgentClientMessage {
+            message: Some(Client::ExecClientMessage(w::ExecClientMessage {
+                id,
+                message: Some(reply),
+                ..w::ExecClientMessage::default()
+            })),
+        }
+    }
+
+    #[test]
+    fn an_always_refused_arm_allows_only_its_refusal_even_while_host_results_go_out() {
+        let refusal = Reply::FetchResult(w::FetchResult {
+            result: Some(w::fetch_result::Result::Error(w::FetchError::default())),
+        });
+        let empty = Reply::FetchResult(w::FetchResult { result: None });
+        for host_results in [false, true] {
+            assert!(is_allowed_transmit(
+                &exec_reply(1, refusal.clone()),
+                host_results
+            ));
+            assert!(!is_allowed_transmit(
+                &exec_reply(1, empty.clone()),
+                host_results
+            ));
+        }
+    }
+
+    #[test]
+    fn a_reply_of_another_arms_type_does_not_answer_the_request() {
+        let fetch = decide(Some(w::exec_server_message::Message::FetchArgs(
+            w::FetchArgs::default(),
+        )))
+        .decision;
+        let shell_success = Reply::ShellResult(w::ShellResult {
+            result: Some(w::shell_result::Result::Success(w::ShellSuccess::default())),
+        });
+        assert!(!answers_its_request(&shell_success, &fetch));
+        let fetch_refusal = Reply::FetchResult(w::FetchResult {
+            result: Some(w::fetch_result::Result::Error(w::FetchError::default())),
+        });
+        assert!(answers_its_request(&fetch_refusal, &fetch));
+        let unknown = decide(None).decision;
+        assert!(!answers_its_request(&fetch_refusal, &unknown));
+    }
+}
+
+#[cfg(test)]
+mod handle_tests {
+    use super::*;
+    use crate::{BlobId, Fingerprint, Handle, ToolsetKey};
+
+    #[test]
+    fn a_real_handle_round_trips_and_garbage_does_not_panic() {
+        let handle = Handle::new(
+            "conv-1",
+            vec![0x0a, 0x01, 0x01],
+            vec![(BlobId::of(b"x"), b"x".to_vec())],
+            Fingerprint::of_user_turns(&[Message::user_text("hi")]),
+            ToolsetKey::of(&[]),
+        );
+        let json = handle.to_json();
+        handle_file(&json);
+        for garbage in [&b"{"[..], b"\xff", br#"{"version":1}"#, b"[]", b""] {
+            handle_file(garbage);
+        }
+    }
 }

@@ -59,6 +59,8 @@ mod catalog;
 mod discovery;
 mod error;
 mod family;
+#[doc(hidden)]
+pub mod fuzzing;
 mod level;
 mod mapping;
 mod row;

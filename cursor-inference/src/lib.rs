@@ -68,6 +68,8 @@
 mod config;
 pub mod driver;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod json;
 pub mod request;
 mod run;

@@ -40,6 +40,12 @@ const TARGETS: &[(&str, FuzzEntry)] = &[
         cursor_transport::fuzzing::end_stream_json,
     ),
     ("agent_run", cursor_agent::fuzzing::fuzz_one),
+    ("handle_file", cursor_agent::fuzzing::handle_file),
+    ("inference_run", cursor_inference::fuzzing::inference_run),
+    (
+        "catalog_snapshot",
+        cursor_catalog::fuzzing::catalog_snapshot,
+    ),
 ];
 
 #[test]
