@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use cursor_proto::agent::v1::{AgentServerMessage, agent_server_message::Message as Server};
 use prost::Message as _;
 
-use crate::policy::{Decision, decide};
 use crate::{AgentEvent, AgentRun, RunConfig, StreamOutcome};
 
 /// Exec arm field numbers the structured op picks from (every known arm plus unknown ones).
@@ -148,23 +147,34 @@ pub fn is_allowed_transmit(frame: &AgentClientMessage, host_results: bool) -> bo
     }
 }
 
-/// True when `reply` is of the result type the policy table gives `decision`'s request (a
-/// Fetch is answered with a FetchResult, never a ShellResult). Which arm of it may go out is
-/// [`is_allowed_transmit`]'s check.
-fn answers_its_request(reply: &Reply, decision: &Decision) -> bool {
-    let same_type = |refusal: &crate::policy::Refusal| {
-        std::mem::discriminant(reply)
-            == std::mem::discriminant(&refusal.clone().reply(String::new()))
-    };
-    match decision {
-        Decision::Refuse { refusal, .. } => same_type(refusal),
-        // Whether a non-refusal arm may go out is `is_allowed_transmit`'s call.
-        Decision::Translatable { refusal, .. } => same_type(refusal),
-        Decision::ReportContext => matches!(reply, Reply::RequestContextResult(_)),
-        Decision::Lift(_) => matches!(reply, Reply::McpResult(_)),
-        // A throw is a control message; no result may answer it.
-        Decision::Throw { .. } => false,
+/// The oneof arm a message carries, read from its wire form (ids and other scalars skipped).
+fn arm_tag(bytes: &[u8], not_arms: &[u32]) -> Option<u32> {
+    cursor_proto::wire::fields(bytes)
+        .ok()?
+        .into_iter()
+        .map(|(tag, _)| tag)
+        .find(|tag| !not_arms.contains(tag))
+}
+
+/// The `ExecClientMessage` arm that answers the `ExecServerMessage` arm `request`: the same
+/// field number, except the pi arms, whose results sit one number higher (args 45–51, results
+/// 46–52). Read from the schema, not from the policy code, so the oracle cannot share its bugs.
+fn reply_tag_for(request: u32) -> u32 {
+    if (45..=51).contains(&request) {
+        request + 1
+    } else {
+        request
     }
+}
+
+/// True when the exec reply `exec` answers `request` (the arm its request carried; `None` for
+/// an arm this build does not know) with that arm's own result type.
+fn answers_its_request(
+    exec: &cursor_proto::agent::v1::ExecClientMessage,
+    request: Option<u32>,
+) -> bool {
+    let reply = arm_tag(&exec.encode_to_vec(), &[1, 15]);
+    matches!((request, reply), (Some(request), Some(reply)) if reply == reply_tag_for(request))
 }
 
 /// Fuzz target `handle_file`: parses `data` as a handle file. Must never panic; a file that
@@ -263,8 +273,8 @@ struct Harness {
     tool_calls: Vec<String>,
     transmitted: usize,
     events: usize,
-    /// The policy decision for each exec id the server sent, the latest per id.
-    requests: HashMap<u32, Decision>,
+    /// The arm of each exec request the server sent (`None`: unknown to this build), by id.
+    requests: HashMap<u32, Option<u32>>,
 }
 
 impl Harness {
@@ -275,7 +285,14 @@ impl Harness {
         }) = AgentServerMessage::decode(frame)
             && self.requests.len() < 4096
         {
-            self.requests.insert(exec.id, decide(exec.message).decision);
+            let arm = exec.message.as_ref().and_then(|_| {
+                let bare = cursor_proto::agent::v1::ExecServerMessage {
+                    message: exec.message.clone(),
+                    ..Default::default()
+                };
+                arm_tag(&bare.encode_to_vec(), &[1, 15, 55])
+            });
+            self.requests.insert(exec.id, arm);
         }
     }
 
@@ -292,13 +309,11 @@ impl Harness {
                 is_allowed_transmit(&frame, mcp_success_allowed),
                 "forbidden frame: {frame:?}"
             );
-            if let Some(Client::ExecClientMessage(exec)) = &frame.message
-                && let Some(reply) = &exec.message
-            {
-                let decision = self.requests.get(&exec.id);
+            if let Some(Client::ExecClientMessage(exec)) = &frame.message {
+                let request = self.requests.get(&exec.id);
                 assert!(
-                    decision.is_some_and(|d| answers_its_request(reply, d)),
-                    "exec {} answered against the policy table ({decision:?}): {reply:?}",
+                    request.is_some_and(|arm| answers_its_request(exec, *arm)),
+                    "exec {} (request arm {request:?}) answered with another arm's result: {exec:?}",
                     exec.id
                 );
             }
@@ -406,21 +421,31 @@ mod tests {
     }
 
     #[test]
+    fn every_exec_arm_answered_alone_passes_the_oracle() {
+        for pick in 0..u8::try_from(EXEC_FIELDS.len()).unwrap() {
+            fuzz_one(&[6, pick]);
+            fuzz_one(&[6, pick, 3, 6, pick]);
+        }
+    }
+
+    #[test]
     fn a_reply_of_another_arms_type_does_not_answer_the_request() {
-        let fetch = decide(Some(w::exec_server_message::Message::FetchArgs(
-            w::FetchArgs::default(),
-        )))
-        .decision;
-        let shell_success = Reply::ShellResult(w::ShellResult {
-            result: Some(w::shell_result::Result::Success(w::ShellSuccess::default())),
-        });
-        assert!(!answers_its_request(&shell_success, &fetch));
-        let fetch_refusal = Reply::FetchResult(w::FetchResult {
-            result: Some(w::fetch_result::Result::Error(w::FetchError::default())),
-        });
-        assert!(answers_its_request(&fetch_refusal, &fetch));
-        let unknown = decide(None).decision;
-        assert!(!answers_its_request(&fetch_refusal, &unknown));
+        let shell_success = w::ExecClientMessage {
+            id: 7,
+            message: Some(Reply::ShellResult(w::ShellResult {
+                result: Some(w::shell_result::Result::Success(w::ShellSuccess::default())),
+            })),
+            ..w::ExecClientMessage::default()
+        };
+        // Fetch is arm 20 of the request; shell_result is 2.
+        assert!(!answers_its_request(&shell_success, Some(20)));
+        assert!(answers_its_request(&shell_success, Some(2)));
+        assert!(!answers_its_request(&shell_success, None));
+        let pi_read = w::ExecClientMessage {
+            message: Some(Reply::PiReadResult(w::PiReadExecResult::default())),
+            ..w::ExecClientMessage::default()
+        };
+        assert!(answers_its_request(&pi_read, Some(45)));
     }
 }
 
