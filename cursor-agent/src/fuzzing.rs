@@ -7,12 +7,10 @@ use cursor_proto::agent::v1::{
     AgentClientMessage, agent_client_message::Message as Client,
     exec_client_message::Message as Reply, mcp_result,
 };
-use cursor_proto::ir::{Conversation, Event, Message, Tool, ToolResult};
-use prost::Message as _;
-
 use std::collections::HashMap;
 
 use cursor_proto::agent::v1::{AgentServerMessage, agent_server_message::Message as Server};
+use cursor_proto::ir::{Conversation, Event, Message, Tool, ToolResult};
 use prost::Message as _;
 
 use crate::{AgentEvent, AgentRun, RunConfig, StreamOutcome};
@@ -182,7 +180,10 @@ fn answers_its_request(
 pub fn handle_file(data: &[u8]) {
     if let Ok(handle) = crate::Handle::from_json(data) {
         let again = crate::Handle::from_json(&handle.to_json());
-        assert_eq!(again.as_ref(), Ok(&handle), "a handle does not round-trip");
+        assert!(
+            again.as_ref().is_ok_and(|again| *again == handle),
+            "a handle does not round-trip: {again:?}"
+        );
     }
 }
 
