@@ -155,7 +155,7 @@ fn arm_tag(bytes: &[u8], not_arms: &[u32]) -> Option<u32> {
 }
 
 /// The `ExecClientMessage` arm that answers the `ExecServerMessage` arm `request`: the same
-/// field number, except the pi arms, whose results sit one number higher (args 45–51, results
+/// field number, except the arms 45–51, whose results sit one number higher (results
 /// 46–52). Read from the schema, not from the policy code, so the oracle cannot share its bugs.
 fn reply_tag_for(request: u32) -> u32 {
     if (45..=51).contains(&request) {

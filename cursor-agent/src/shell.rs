@@ -23,7 +23,7 @@ pub(crate) fn in_directory(dir: &str, command: &str) -> String {
     format!("cd -- {} && {{\n{command}\n}}", operand(dir))
 }
 
-/// Cursor's and pi's glob rule: a pattern is searched for at any depth unless it is absolute
+/// Cursor's glob rule (common find tools agree): a pattern is searched for at any depth unless it is absolute
 /// or already starts with `**/` (`*.rs` means `**/*.rs`).
 pub(crate) fn recursive_glob(pattern: &str) -> String {
     if pattern.starts_with("**/") || pattern.starts_with('/') || pattern == "**" {

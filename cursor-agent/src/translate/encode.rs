@@ -279,7 +279,7 @@ struct Truncated {
 }
 
 /// Splits a host's trailing truncation note off a read's text: the content before it, and what
-/// the note says. Hosts limit reads (pi: 2000 lines or 50 KB) and say so in a last bracketed
+/// the note says. Hosts limit reads (for example to 2000 lines or 50 KB) and say so in a last bracketed
 /// line such as `[Showing lines 1-2000 of 5000. Use offset=2001 to continue.]`,
 /// `[40 more lines in file. Use offset=11 to continue.]` or `[Line 1 is 60KB, exceeds 50KB
 /// limit. ...]`; a command tool's output cap reads the same way.
