@@ -207,7 +207,9 @@ for version in 0.99.1 1.0.3 1.6.0; do
   execs=$(grep -c 'execve(' "$work/strace.txt" || true)
   head -n 1 "$work/strace.txt" | grep -q "execve(\"[^\"]*/node\", \[\"node\", \"$entry\"" ||
     problem "the first exec is not pi's node: $(head -n 1 "$work/strace.txt")"
-  shell_execs=$(grep -cE "execve\(\"[^\"]*/(bash|sh)\", \[\"[^\"]*\", \"-c\", \"echo native-$version\"\]" "$work/strace.txt" || true)
+  # The command as the replica asked, run in the workspace it named (a guarded `cd` when
+  # the host's tool has no working-directory argument).
+  shell_execs=$(grep -cE "execve\(\"[^\"]*/(bash|sh)\", \[\"[^\"]*\", \"-c\", \"(cd -- '[^']*' && \{\\\\n)?echo native-$version(\\\\n\})?\"\]" "$work/strace.txt" || true)
   [ "$shell_execs" -ge 1 ] || problem "pi's shell never ran the command: $(cat "$work/strace.txt")"
   [ "$execs" -eq $((shell_execs + 1)) ] ||
     problem "$((execs - 1 - shell_execs)) other exec(s): $(grep -vE "echo native-$version" "$work/strace.txt" | tail -n +2)"
