@@ -184,6 +184,22 @@ pub fn handle_file(data: &[u8]) {
             again.as_ref().is_ok_and(|again| *again == handle),
             "a handle does not round-trip: {again:?}"
         );
+
+/// Decodes `data` as one server frame with the hot-path decoder and with prost, and panics if
+/// the hot path accepts a frame prost refuses or decodes it to a different message.
+pub fn hot_decoder(data: &[u8]) {
+    use cursor_proto::agent::v1::AgentServerMessage;
+    use prost::Message as _;
+    let Some(arm) = crate::hot::decode(data) else {
+        return;
+    };
+    let expected = AgentServerMessage {
+        message: Some(arm),
+        ttft_breakdown: None,
+    };
+    match AgentServerMessage::decode(data) {
+        Ok(decoded) => assert_eq!(decoded, expected, "hot path and prost disagree"),
+        Err(error) => panic!("hot path accepted a frame prost refuses: {error}"),
     }
 }
 

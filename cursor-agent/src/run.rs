@@ -321,6 +321,14 @@ impl AgentRun {
         if self.phase == Phase::Finished {
             return;
         }
+        // The frequent arms skip prost's generic decode; it still decodes everything else.
+        if let Some(arm) = crate::hot::decode(bytes) {
+            let message = AgentServerMessage {
+                message: Some(arm),
+                ttft_breakdown: None,
+            };
+            return self.handle_server_message(message, now);
+        }
         match AgentServerMessage::decode(bytes) {
             Ok(message) => self.handle_server_message(message, now),
             Err(error) => self.fail(error.into()),
