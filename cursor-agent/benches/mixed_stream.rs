@@ -4,12 +4,15 @@
 //! The stream is generated deterministically (seeded): 100 000 frames of ~16 bytes, 75 % text
 //! deltas, 20 % thinking deltas, 4 % token deltas, 1 % heartbeats, a few KV blob requests and
 //! one `turn_ended`, ~6 % multi-byte characters, cut into 16 KiB chunks as h2 DATA frames
-//! arrive. Goal (issue 12): <= 50 ns per frame.
+//! arrive. Goal (issue 12): <= 50 ns per frame. Times are the bench thread's CPU time
+//! (`support/cpu_time.rs`), so other load on a shared machine does not inflate them. Besides the full
+//! path it times framing alone and the full path with prost's decode instead of the hot path.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use cpu_time::CpuTime;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cursor_agent::{AgentRun, RunConfig};
 use cursor_proto::agent::v1::{
@@ -21,6 +24,9 @@ use cursor_proto::ir::{Conversation, Message};
 use cursor_transport::envelope::{Compression, Decoder, Encoder, Frame};
 use prost::Message as _;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
@@ -161,8 +167,17 @@ fn chunks(messages: &[Vec<u8>]) -> Vec<Bytes> {
         .collect()
 }
 
+/// How a frame's protobuf bytes reach the Run.
+#[derive(Clone, Copy)]
+enum Path {
+    /// `handle_server_bytes`: the hot-path decoder, prost for the rest.
+    Bytes,
+    /// prost's full decode, then `handle_server_message` (the decode before the hot path).
+    Prost,
+}
+
 /// One whole stream through a fresh Run, as a driver would run it. Returns the events seen.
-fn run_stream(conversation: &Conversation, chunks: &[Bytes]) -> usize {
+fn run_stream(conversation: &Conversation, chunks: &[Bytes], path: Path) -> usize {
     let now = Instant::now();
     let mut run =
         AgentRun::new(RunConfig::new("m", "file:///w"), conversation, now).expect("run opens");
@@ -175,7 +190,13 @@ fn run_stream(conversation: &Conversation, chunks: &[Bytes]) -> usize {
             let Frame::Message(bytes) = frame else {
                 break;
             };
-            run.handle_server_bytes(&bytes, now);
+            match path {
+                Path::Bytes => run.handle_server_bytes(&bytes, now),
+                Path::Prost => run.handle_server_message(
+                    AgentServerMessage::decode(bytes).expect("valid frame"),
+                    now,
+                ),
+            }
             while let Some(event) = run.poll_event() {
                 black_box(&event);
                 events += 1;
@@ -192,34 +213,65 @@ fn run_stream(conversation: &Conversation, chunks: &[Bytes]) -> usize {
     events
 }
 
-fn mixed_stream(c: &mut Criterion) {
+/// Envelope framing alone over the same chunks.
+fn frame_only(chunks: &[Bytes]) -> usize {
+    let mut decoder = Decoder::new(Compression::Identity);
+    let mut bytes = 0;
+    for chunk in chunks {
+        decoder.push_bytes(chunk.clone());
+        while let Some(Frame::Message(payload)) = decoder.next_frame().expect("valid stream") {
+            bytes += black_box(payload).len();
+        }
+    }
+    bytes
+}
+
+fn allocations(label: &str, work: impl FnOnce() -> usize) {
+    let region = Region::new(GLOBAL);
+    black_box(work());
+    let stats = region.change();
+    println!(
+        "mixed_stream/{label}: {:.3} allocations/frame, {:.1} allocated bytes/frame",
+        stats.allocations as f64 / FRAMES as f64,
+        stats.bytes_allocated as f64 / FRAMES as f64,
+    );
+}
+
+fn mixed_stream(c: &mut Criterion<CpuTime>) {
     let messages = messages(0x5eed_cafe_f00d_0001);
     let payload: usize = messages.iter().map(Vec::len).sum();
     let chunks = chunks(&messages);
     let conversation = Conversation::new("bench").with_message(Message::user_text("go"));
-
-    // Allocations of one whole stream (the Run's own setup included), per frame.
-    let region = Region::new(GLOBAL);
-    let events = black_box(run_stream(&conversation, &chunks));
-    let stats = region.change();
     println!(
-        "mixed_stream: {FRAMES} frames, mean payload {:.1} B, {} chunks, {events} events; \
-         {:.3} allocations/frame, {:.1} allocated bytes/frame",
+        "mixed_stream: {FRAMES} frames, mean payload {:.1} B, {} chunks of 16 KiB, {} events",
         payload as f64 / FRAMES as f64,
         chunks.len(),
-        stats.allocations as f64 / FRAMES as f64,
-        stats.bytes_allocated as f64 / FRAMES as f64,
+        run_stream(&conversation, &chunks, Path::Bytes),
     );
+    // Allocations of one whole stream (the Run's own setup included), per frame.
+    allocations("envelope", || frame_only(&chunks));
+    allocations("prost", || run_stream(&conversation, &chunks, Path::Prost));
+    allocations("hot", || run_stream(&conversation, &chunks, Path::Bytes));
 
     let mut group = c.benchmark_group("mixed_stream");
     group.throughput(Throughput::Elements(FRAMES as u64));
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(8));
+    group.bench_function("envelope_only_100k", |b| {
+        b.iter(|| black_box(frame_only(&chunks)));
+    });
+    group.bench_function("envelope_prost_run_drain_100k", |b| {
+        b.iter(|| black_box(run_stream(&conversation, &chunks, Path::Prost)));
+    });
     group.bench_function("envelope_decode_run_drain_100k", |b| {
-        b.iter(|| black_box(run_stream(&conversation, &chunks)));
+        b.iter(|| black_box(run_stream(&conversation, &chunks, Path::Bytes)));
     });
     group.finish();
 }
 
-criterion_group!(benches, mixed_stream);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(CpuTime);
+    targets = mixed_stream
+}
 criterion_main!(benches);
