@@ -9,7 +9,7 @@ use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 
 /// Thread CPU time in nanoseconds.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct CpuTime;
+pub(crate) struct CpuTime;
 
 static WALL: WallTime = WallTime;
 

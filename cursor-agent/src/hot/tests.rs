@@ -262,8 +262,8 @@ proptest! {
         unknown in prop::option::of((26u32..2000, any::<u64>())),
     ) {
         let update = match pick {
-            0 => Update::TextDelta(TextDeltaUpdate { text: text.clone() }),
-            1 => Update::ThinkingDelta(ThinkingDeltaUpdate { text: text.clone() }),
+            0 => Update::TextDelta(TextDeltaUpdate { text }),
+            1 => Update::ThinkingDelta(ThinkingDeltaUpdate { text }),
             2 => Update::TokenDelta(TokenDeltaUpdate { tokens: number }),
             3 => Update::Heartbeat(HeartbeatUpdate {}),
             4 => Update::TurnEnded(TurnEndedUpdate {
