@@ -260,6 +260,20 @@ fn mixed_stream(c: &mut Criterion<CpuTime>) {
     group.bench_function("envelope_only_100k", |b| {
         b.iter(|| black_box(frame_only(&chunks)));
     });
+    group.bench_function("decode_only_prost_100k", |b| {
+        b.iter(|| {
+            for message in &messages {
+                black_box(AgentServerMessage::decode(message.as_slice()).expect("valid"));
+            }
+        });
+    });
+    group.bench_function("decode_only_hot_100k", |b| {
+        b.iter(|| {
+            for message in &messages {
+                black_box(cursor_agent::fuzzing::hot_decode(message));
+            }
+        });
+    });
     group.bench_function("envelope_prost_run_drain_100k", |b| {
         b.iter(|| black_box(run_stream(&conversation, &chunks, Path::Prost)));
     });

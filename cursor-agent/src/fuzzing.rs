@@ -203,6 +203,15 @@ pub fn hot_decoder(data: &[u8]) {
     }
 }
 
+/// The hot-path decoder on its own (for benches): the frame's message when the hot path
+/// decodes it, `None` when it would fall back to prost.
+pub fn hot_decode(data: &[u8]) -> Option<cursor_proto::agent::v1::AgentServerMessage> {
+    crate::hot::decode(data).map(|arm| cursor_proto::agent::v1::AgentServerMessage {
+        message: Some(arm),
+        ttft_breakdown: None,
+    })
+}
+
 /// Plays `data` as a script of server frames, timeouts and host commands against a run, and
 /// panics if the run sends anything the policy forbids, grows without bound, or panics itself.
 pub fn fuzz_one(data: &[u8]) {
