@@ -190,12 +190,8 @@ pub fn handle_file(data: &[u8]) {
 pub fn hot_decoder(data: &[u8]) {
     use cursor_proto::agent::v1::AgentServerMessage;
     use prost::Message as _;
-    let Some(arm) = crate::hot::decode(data) else {
+    let Some(expected) = crate::hot::decode(data) else {
         return;
-    };
-    let expected = AgentServerMessage {
-        message: Some(arm),
-        ttft_breakdown: None,
     };
     match AgentServerMessage::decode(data) {
         Ok(decoded) => assert_eq!(decoded, expected, "hot path and prost disagree"),
@@ -206,10 +202,7 @@ pub fn hot_decoder(data: &[u8]) {
 /// The hot-path decoder on its own (for benches): the frame's message when the hot path
 /// decodes it, `None` when it would fall back to prost.
 pub fn hot_decode(data: &[u8]) -> Option<cursor_proto::agent::v1::AgentServerMessage> {
-    crate::hot::decode(data).map(|arm| cursor_proto::agent::v1::AgentServerMessage {
-        message: Some(arm),
-        ttft_breakdown: None,
-    })
+    crate::hot::decode(data)
 }
 
 /// Plays `data` as a script of server frames, timeouts and host commands against a run, and

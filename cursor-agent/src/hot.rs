@@ -10,8 +10,8 @@
 //! message, prost decodes the same bytes to an equal message.
 
 use cursor_proto::agent::v1::{
-    GetBlobArgs, HeartbeatUpdate, InteractionUpdate, KvServerMessage, SetBlobArgs, TextDeltaUpdate,
-    ThinkingDeltaUpdate, TokenDeltaUpdate, TurnEndedUpdate,
+    AgentServerMessage, GetBlobArgs, HeartbeatUpdate, InteractionUpdate, KvServerMessage,
+    SetBlobArgs, TextDeltaUpdate, ThinkingDeltaUpdate, TokenDeltaUpdate, TurnEndedUpdate,
     agent_server_message::Message as Server, interaction_update::Message as Update,
     kv_server_message::Message as Kv,
 };
@@ -22,31 +22,38 @@ const FIXED64: u8 = 1;
 const LEN: u8 = 2;
 const FIXED32: u8 = 5;
 
-/// The frame's arm when it is one of the hot shapes, `None` to fall back to prost. A frame
-/// that only carries fields beside the oneof (`ttft_breakdown`) also falls back.
-pub(crate) fn decode(frame: &[u8]) -> Option<Server> {
+/// The frame when it is one of the hot shapes, `None` to fall back to prost. A frame that
+/// only carries fields beside the oneof (`ttft_breakdown`) also falls back. The message is
+/// filled in place: moving these structs between levels cost more than reading the wire.
+pub(crate) fn decode(frame: &[u8]) -> Option<AgentServerMessage> {
     let mut reader = Reader(frame);
-    let mut arm = None;
+    let mut out = AgentServerMessage::default();
     while !reader.0.is_empty() {
         let (field, wire) = reader.key()?;
         match (field, wire) {
-            (1, LEN) if arm.is_none() => {
-                arm = Some(Server::InteractionUpdate(update(reader.len_delimited()?)?));
+            (1, LEN) if out.message.is_none() => {
+                let body = reader.len_delimited()?;
+                let arm = out
+                    .message
+                    .insert(Server::InteractionUpdate(InteractionUpdate::default()));
+                let Server::InteractionUpdate(update) = arm else {
+                    return None;
+                };
+                fill_update(body, update)?;
             }
-            (4, LEN) if arm.is_none() => {
-                arm = Some(Server::KvServerMessage(kv(reader.len_delimited()?)?));
+            (4, LEN) if out.message.is_none() => {
+                out.message = Some(Server::KvServerMessage(kv(reader.len_delimited()?)?));
             }
             // Known fields: a repeated arm merges, the others are cold (prost decodes them).
             (1..=5 | 7 | 8, _) => return None,
             _ => reader.skip(wire)?,
         }
     }
-    arm
+    out.message.is_some().then_some(out)
 }
 
-fn update(body: &[u8]) -> Option<InteractionUpdate> {
+fn fill_update(body: &[u8], out: &mut InteractionUpdate) -> Option<()> {
     let mut reader = Reader(body);
-    let mut out = InteractionUpdate::default();
     while !reader.0.is_empty() {
         let (field, wire) = reader.key()?;
         if out.message.is_some() && matches!(field, 1..=22) {
@@ -76,7 +83,7 @@ fn update(body: &[u8]) -> Option<InteractionUpdate> {
             }
         });
     }
-    Some(out)
+    Some(())
 }
 
 /// `TextDeltaUpdate` / `ThinkingDeltaUpdate`: the last `text` wins, as in prost.
@@ -188,13 +195,21 @@ struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
     /// A base-128 varint of at most ten bytes; the tenth may only carry bit 63.
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Option<u64> {
-        let (&first, rest) = self.0.split_first()?;
-        if first < 0x80 {
-            self.0 = rest;
-            return Some(u64::from(first));
+        match self.0.split_first() {
+            Some((&first, rest)) if first < 0x80 => {
+                self.0 = rest;
+                Some(u64::from(first))
+            }
+            _ => self.long_varint(),
         }
+    }
+
+    /// [`varint`](Self::varint) past its one-byte case.
+    #[inline(never)]
+    fn long_varint(&mut self) -> Option<u64> {
+        let (&first, rest) = self.0.split_first()?;
         let mut value = u64::from(first & 0x7f);
         for (i, &byte) in rest.iter().enumerate().take(9) {
             let shift = 7 * (i as u32 + 1);
@@ -211,7 +226,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A field key: its number and wire type.
-    #[inline]
+    #[inline(always)]
     fn key(&mut self) -> Option<(u32, u8)> {
         let key = u32::try_from(self.varint()?).ok()?;
         let field = key >> 3;
@@ -219,7 +234,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length-delimited field's bytes.
-    #[inline]
+    #[inline(always)]
     fn len_delimited(&mut self) -> Option<&'a [u8]> {
         let len = usize::try_from(self.varint()?).ok()?;
         if len > self.0.len() {

@@ -322,11 +322,7 @@ impl AgentRun {
             return;
         }
         // The frequent arms skip prost's generic decode; it still decodes everything else.
-        if let Some(arm) = crate::hot::decode(bytes) {
-            let message = AgentServerMessage {
-                message: Some(arm),
-                ttft_breakdown: None,
-            };
+        if let Some(message) = crate::hot::decode(bytes) {
             return self.handle_server_message(message, now);
         }
         match AgentServerMessage::decode(bytes) {
