@@ -73,7 +73,14 @@ async fn one_run(
     parked: &Barrier,
     resume: &Barrier,
 ) -> Result<Timing, BoxError> {
-    let config = RunConfig::new("composer-2.5", "file:///work");
+    // A distinct seed per Run: the conversation id is minted from it.
+    let mut seed = [7u8; 16];
+    seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    let config = RunConfig::new(
+        "composer-2.5",
+        "file:///work",
+        cursor_agent::IdSeed::fixed(seed),
+    );
     let (handle, mut events, task) = driver::open(
         client,
         origin,

@@ -168,8 +168,12 @@ pub(crate) enum Path {
 /// One whole stream through a fresh Run, as a driver would run it. Returns the events seen.
 pub(crate) fn run_stream(conversation: &Conversation, chunks: &[Bytes], path: Path) -> usize {
     let now = Instant::now();
-    let mut run =
-        AgentRun::new(RunConfig::new("m", "file:///w"), conversation, now).expect("run opens");
+    let mut run = AgentRun::new(
+        RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16])),
+        conversation,
+        now,
+    )
+    .expect("run opens");
     while run.poll_transmit().is_some() {}
     let mut decoder = Decoder::new(Compression::Identity);
     let mut events = 0;
