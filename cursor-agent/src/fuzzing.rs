@@ -184,6 +184,8 @@ pub fn handle_file(data: &[u8]) {
             again.as_ref().is_ok_and(|again| *again == handle),
             "a handle does not round-trip: {again:?}"
         );
+    }
+}
 
 /// Decodes `data` as one server frame with the hot-path decoder and with prost, and panics if
 /// the hot path accepts a frame prost refuses or decodes it to a different message.
@@ -201,7 +203,7 @@ pub fn hot_decoder(data: &[u8]) {
 
 /// The hot-path decoder on its own (for benches): the frame's message when the hot path
 /// decodes it, `None` when it would fall back to prost.
-pub fn hot_decode(data: &[u8]) -> Option<cursor_proto::agent::v1::AgentServerMessage> {
+pub fn hot_decode(data: &[u8]) -> Option<AgentServerMessage> {
     crate::hot::decode(data)
 }
 
