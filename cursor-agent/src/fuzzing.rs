@@ -187,6 +187,26 @@ pub fn handle_file(data: &[u8]) {
     }
 }
 
+/// Decodes `data` as one server frame with the hot-path decoder and with prost, and panics if
+/// the hot path accepts a frame prost refuses or decodes it to a different message.
+pub fn hot_decoder(data: &[u8]) {
+    use cursor_proto::agent::v1::AgentServerMessage;
+    use prost::Message as _;
+    let Some(expected) = crate::hot::decode(data) else {
+        return;
+    };
+    match AgentServerMessage::decode(data) {
+        Ok(decoded) => assert_eq!(decoded, expected, "hot path and prost disagree"),
+        Err(error) => panic!("hot path accepted a frame prost refuses: {error}"),
+    }
+}
+
+/// The hot-path decoder on its own (for benches): the frame's message when the hot path
+/// decodes it, `None` when it would fall back to prost.
+pub fn hot_decode(data: &[u8]) -> Option<AgentServerMessage> {
+    crate::hot::decode(data)
+}
+
 /// Plays `data` as a script of server frames, timeouts and host commands against a run, and
 /// panics if the run sends anything the policy forbids, grows without bound, or panics itself.
 pub fn fuzz_one(data: &[u8]) {

@@ -108,6 +108,7 @@ mod config;
 mod error;
 mod event;
 mod frames;
+mod hot;
 mod ids;
 mod intent;
 mod interaction;

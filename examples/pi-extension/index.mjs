@@ -2,9 +2,10 @@
 // cursor-pi-adapter (feature `node`). Rust does the work (channel choice, Cursor calls, event
 // mapping, OAuth); this file only registers the provider and bridges pi's objects:
 //
-// - streamSimple: pi's model, context and chosen options go to Rust as JSON; each event comes
-//   back as JSON carrying a snapshot of the assistant message. pi wants ONE live `partial`
-//   object, so every snapshot's fields are copied onto that object before the event is pushed.
+// - streamSimple: pi's model, context and chosen options go to Rust as JSON; events come back
+//   in batches (one JSON array per burst), each carrying a `patch` for the assistant message
+//   instead of a snapshot. pi wants ONE live `partial` object: each patch is applied to it
+//   (O(1) per event, patch.mjs) and the event is pushed with `live` as its message.
 // - pi's abort signal calls the native handle's abort(); Rust then ends the stream with an
 //   `error` event whose reason is `aborted`.
 // - A Run refused with 401 refreshes once with the refresh token stored in auth.json and
@@ -16,6 +17,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
 import { loadAddon } from "./addon-loader.mjs";
+import { liveEvent } from "./patch.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -73,15 +75,13 @@ function streamSimple(native, info, model, context, options) {
     signal?.removeEventListener?.("abort", onAbort);
     stream.end();
   };
-  const onEvent = (json) => {
+  const onEvents = (json) => {
     if (finished) return;
     try {
-      const event = JSON.parse(json);
-      const key = "partial" in event ? "partial" : "message" in event ? "message" : "error";
-      for (const field of Object.keys(live)) delete live[field];
-      Object.assign(live, event[key]);
-      stream.push({ ...event, [key]: live });
-      if (event.type === "done" || event.type === "error") finish();
+      for (const event of JSON.parse(json)) {
+        stream.push(liveEvent(live, event));
+        if (event.type === "done" || event.type === "error") return finish();
+      }
     } catch (error) {
       // An exception must not escape into the native callback; the turn fails instead.
       stream.push({ type: "error", reason: "error", error: failedMessage(model, live, error) });
@@ -92,7 +92,7 @@ function streamSimple(native, info, model, context, options) {
     JSON.stringify(model),
     JSON.stringify(context),
     JSON.stringify(forwarded),
-    onEvent,
+    onEvents,
   );
   function onAbort() {
     handle.abort();

@@ -27,6 +27,11 @@ use super::partial::{Block, PartialMessage, PiStopReason, tool_call_json};
 /// announces. pi wants one live object: a binding keeps its own message and copies each
 /// snapshot's fields onto it before pushing the event.
 ///
+/// [`EventMapper::with_patches`] is the O(1) form for a binding: instead of a snapshot each
+/// event carries `patch`, the list of changes to apply to the binding's live message before the
+/// event is pushed (see [`PatchOp`](EventMapper::with_patches) for the operations); a `done`'s
+/// `message` and an `error`'s `error` are then the live message itself.
+///
 /// An error's `errorMessage` is the [`ErrorInfo`] display (`network error: ... (next step: ...)`).
 /// The wording matters to pi: it retries a turn whose message matches its transient-failure
 /// patterns (among them `network error`, `timeout`, `rate limit`, 5xx codes) and compacts on
@@ -39,6 +44,10 @@ pub struct EventMapper {
     /// Index of the text or thinking block that deltas currently extend.
     open_block: Option<usize>,
     phase: Phase,
+    /// `Some` in patch form: the changes made since the last event, sent with the next one.
+    patch: Option<Vec<Value>>,
+    /// Whether a patch has carried the whole message yet (the first one does).
+    synced: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +66,61 @@ impl EventMapper {
             message: PartialMessage::new(timestamp_ms),
             open_block: None,
             phase: Phase::NotStarted,
+            patch: None,
+            synced: false,
         }
+    }
+
+    /// A mapper whose events carry `patch` (the changes to the live message) instead of a
+    /// snapshot, so each event costs O(its own size) however long the answer grows.
+    ///
+    /// `patch` is a list of operations, applied in order to the binding's live message:
+    ///
+    /// - `["full", message]`: replace every field with `message`'s (first event only);
+    /// - `["push", block]`: append `block` to `content`;
+    /// - `["append", index]`: append the event's own `delta` to the text or thinking of
+    ///   `content[index]`;
+    /// - `["set", index, block]`: replace `content[index]`;
+    /// - `["clear"]`: empty `content`;
+    /// - `["fields", object]`: assign `object`'s fields (`usage`, `stopReason`, `errorMessage`).
+    ///
+    /// The event's snapshot key (`partial`, `message` for `done`, `error` for `error`) is left
+    /// out; the binding sets it to its live message.
+    pub fn with_patches(model: ModelInfo, timestamp_ms: u64) -> Self {
+        Self {
+            patch: Some(Vec::new()),
+            ..Self::new(model, timestamp_ms)
+        }
+    }
+
+    /// Records a change to the message for the next patch (nothing in snapshot form, nor
+    /// before the first patch, which carries the whole message).
+    fn record(&mut self, op: impl FnOnce(&Self) -> Value) {
+        if self.patch.is_some() && self.synced {
+            let op = op(self);
+            if let Some(patch) = &mut self.patch {
+                patch.push(op);
+            }
+        }
+    }
+
+    /// Completes an event: `key` set to a snapshot, or `patch` set to the pending changes.
+    fn carry(&mut self, mut event: Value, key: &str) -> Value {
+        if !self.synced && self.patch.is_some() {
+            self.synced = true;
+            event["patch"] = json!([["full", self.partial()]]);
+            return event;
+        }
+        let value = match &mut self.patch {
+            Some(patch) => {
+                let ops = std::mem::take(patch);
+                event["patch"] = Value::Array(ops);
+                return event;
+            }
+            None => self.partial(),
+        };
+        event[key] = value;
+        event
     }
 
     /// The pi events for one conversation-model event (possibly none).
@@ -90,11 +153,13 @@ impl EventMapper {
             Event::Usage(usage) => {
                 self.start(&mut out);
                 self.message.usage = usage;
+                self.record(|me| json!(["fields", {"usage": me.message.usage_json(&me.model)}]));
             }
             Event::Reset => {
                 self.start(&mut out);
                 self.message.content.clear();
                 self.open_block = None;
+                self.record(|_| json!(["clear"]));
             }
             Event::Done { reason } => {
                 self.start(&mut out);
@@ -106,8 +171,10 @@ impl EventMapper {
                     // A reason added to the model later: the turn did end normally.
                     _ => PiStopReason::Stop,
                 };
-                let message = self.partial();
-                out.push(json!({"type": "done", "reason": self.message.stop_reason.as_str(), "message": message}));
+                let reason = self.message.stop_reason.as_str();
+                self.record(|_| json!(["fields", {"stopReason": reason}]));
+                let done = json!({"type": "done", "reason": reason});
+                out.push(self.carry(done, "message"));
                 self.phase = Phase::Finished;
             }
             // A newer event kind this adapter does not know carries nothing pi can show.
@@ -149,7 +216,8 @@ impl EventMapper {
     fn start(&mut self, out: &mut Vec<Value>) {
         if self.phase == Phase::NotStarted {
             self.phase = Phase::Streaming;
-            out.push(json!({"type": "start", "partial": self.partial()}));
+            let start = json!({"type": "start"});
+            out.push(self.carry(start, "partial"));
         }
     }
 
@@ -162,18 +230,20 @@ impl EventMapper {
             _ => {
                 self.close_block(out);
                 self.message.content.push(kind.empty());
+                self.record(|_| json!(["push", kind.empty().to_json()]));
                 let index = self.message.content.len() - 1;
                 self.open_block = Some(index);
-                out.push(json!({"type": kind.event("start"), "contentIndex": index, "partial": self.partial()}));
+                let start = json!({"type": kind.event("start"), "contentIndex": index});
+                out.push(self.carry(start, "partial"));
                 index
             }
         };
         if let Block::Text(text) | Block::Thinking(text) = &mut self.message.content[index] {
             text.push_str(delta);
         }
-        out.push(json!({
-            "type": kind.event("delta"), "contentIndex": index, "delta": delta, "partial": self.partial(),
-        }));
+        self.record(|_| json!(["append", index]));
+        let event = json!({"type": kind.event("delta"), "contentIndex": index, "delta": delta});
+        out.push(self.carry(event, "partial"));
     }
 
     fn tool_call(&mut self, call: ToolCall, out: &mut Vec<Value>) {
@@ -186,20 +256,20 @@ impl EventMapper {
             arguments => arguments,
         };
         let mut block = ToolCall::new(call.id, call.name, Value::Object(serde_json::Map::new()));
+        self.record(|_| json!(["push", tool_call_json(&block)]));
         self.message.content.push(Block::ToolCall(block.clone()));
         let index = self.message.content.len() - 1;
-        out.push(
-            json!({"type": "toolcall_start", "contentIndex": index, "partial": self.partial()}),
-        );
+        let start = json!({"type": "toolcall_start", "contentIndex": index});
+        out.push(self.carry(start, "partial"));
         block.arguments = arguments;
         let tool_call = tool_call_json(&block);
         self.message.content[index] = Block::ToolCall(block);
-        out.push(json!({
-            "type": "toolcall_delta", "contentIndex": index, "delta": arguments_text, "partial": self.partial(),
-        }));
-        out.push(json!({
-            "type": "toolcall_end", "contentIndex": index, "toolCall": tool_call, "partial": self.partial(),
-        }));
+        self.record(|_| json!(["set", index, tool_call]));
+        let delta =
+            json!({"type": "toolcall_delta", "contentIndex": index, "delta": arguments_text});
+        out.push(self.carry(delta, "partial"));
+        let end = json!({"type": "toolcall_end", "contentIndex": index, "toolCall": tool_call});
+        out.push(self.carry(end, "partial"));
     }
 
     fn close_block(&mut self, out: &mut Vec<Value>) {
@@ -211,16 +281,20 @@ impl EventMapper {
             Block::Thinking(text) => (BlockKind::Thinking, text.clone()),
             Block::ToolCall(_) => return,
         };
-        out.push(json!({
-            "type": kind.event("end"), "contentIndex": index, "content": content, "partial": self.partial(),
-        }));
+        let end = json!({"type": kind.event("end"), "contentIndex": index, "content": content});
+        out.push(self.carry(end, "partial"));
     }
 
     fn fail(&mut self, reason: PiStopReason, message: String, out: &mut Vec<Value>) {
         self.message.stop_reason = reason;
         self.message.error_message = Some(message);
         self.open_block = None;
-        out.push(json!({"type": "error", "reason": reason.as_str(), "error": self.partial()}));
+        let error_message = self.message.error_message.clone();
+        self.record(
+            |_| json!(["fields", {"stopReason": reason.as_str(), "errorMessage": error_message}]),
+        );
+        let error = json!({"type": "error", "reason": reason.as_str()});
+        out.push(self.carry(error, "error"));
         self.phase = Phase::Finished;
     }
 }

@@ -94,7 +94,7 @@ impl PartialMessage {
     }
 
     /// pi-ai `Usage`, with `cost` filled as `calculateCost` would.
-    fn usage_json(&self, model: &ModelInfo) -> Value {
+    pub(crate) fn usage_json(&self, model: &ModelInfo) -> Value {
         let usage = &self.usage;
         let mut out = json!({
             "input": usage.input_tokens,

@@ -7,7 +7,7 @@
 //! | `providerInfo(): string` | `{id, api, channel, testedPiVersions, version}` |
 //! | `listModels(persistedCatalog?: string): string` | `{models, warnings}`: pi `ProviderModelConfig`s |
 //! | `refreshCatalog(accessToken, persistedCatalog?, force, onDone): StreamHandle` | `onDone({ok: {models, snapshot, source, warnings}})` |
-//! | `streamSimple(model, context, options, onEvent): StreamHandle` | one turn; `onEvent(eventJson)` per pi event |
+//! | `streamSimple(model, context, options, onEvents): StreamHandle` | one turn; `onEvents(eventsJson)` per burst of pi events |
 //! | `login(onAuth, onDone): StreamHandle` | `onAuth(url)`, then `onDone({ok: credentials} \| {error})` |
 //! | `refreshToken(credentials, onDone): StreamHandle` | `onDone({ok: credentials} \| {error})` |
 //! | `getApiKey(credentials): string` | the access token, or throws the auth error |
@@ -21,13 +21,15 @@
 //! never unwinds into Node.
 //!
 //! `streamSimple`'s `options` is `{sessionId, reasoning, apiKey, maxTokens}` picked from pi's
-//! options by the JS entry; `onEvent` receives pi `AssistantMessageEvent` objects whose
-//! `partial` is a snapshot (the JS entry copies it onto one live object).
+//! options by the JS entry; `onEvents` receives a JSON array of pi `AssistantMessageEvent`
+//! objects, each with a `patch` the JS entry applies to its one live message (O(1) per event,
+//! see `EventMapper::with_patches`); an event without `patch` carries a snapshot.
 // napi-rs' `#[napi]` macros expand to unsafe FFI glue (module registration and value
 // conversion), so this module alone allows `unsafe_code`; nothing here writes an unsafe block.
 #![allow(unsafe_code)]
 
 mod auth;
+mod batch;
 mod catalog;
 mod doctor;
 mod state;

@@ -1,12 +1,14 @@
-//! `streamSimple`: one pi turn on the runtime, each event pushed to JS as soon as it exists.
+//! `streamSimple`: one pi turn on the runtime, events pushed to JS as soon as they exist, in
+//! batches, each carrying a patch of the live message rather than a snapshot.
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::spawn;
+use napi::bindgen_prelude::{Function, spawn};
 use napi_derive::napi;
 
+use super::batch::EventBatch;
 use super::state;
-use super::task::{JsCallback, StreamHandle, catch_panic, send};
+use super::task::{StreamHandle, catch_panic};
 use crate::provider::{
     AgentChannel, Channel, ChannelKind, InferenceChannel, Provider, UnavailableChannel, abort_pair,
 };
@@ -14,33 +16,35 @@ use crate::provider::{
 /// Answers one pi `streamSimple(model, context, options)` call.
 ///
 /// `model_json` and `context_json` are pi's objects, `options_json` the forwarded options.
-/// `on_event` receives each pi `AssistantMessageEvent` as JSON; the last one is always a
-/// `done` or an `error` (reason `aborted` after [`StreamHandle::abort`]).
+/// `on_event` receives a JSON array of the pi `AssistantMessageEvent`s that arrived since its
+/// last call (one call per burst, not per event). Each event carries `patch`, the changes to
+/// apply to the caller's live assistant message, instead of a snapshot
+/// ([`EventMapper::with_patches`](crate::compat::EventMapper::with_patches)); an event without
+/// `patch` carries its snapshot. The last one is always a `done` or an `error` (reason
+/// `aborted` after [`StreamHandle::abort`]).
 #[napi]
 pub fn stream_simple(
     model_json: String,
     context_json: String,
     options_json: String,
-    on_event: JsCallback,
-) -> StreamHandle {
+    on_event: Function<'_, String, ()>,
+) -> napi::Result<StreamHandle> {
+    let batch = EventBatch::new(&on_event)?;
     let (handle, signal) = abort_pair();
     spawn(async move {
         let work = async {
             let provider = Provider::select(ChannelKind::from_env(), agent, inference);
             provider
-                .stream(&model_json, &context_json, &options_json, signal, |event| {
-                    send(&on_event, event.to_string());
+                .stream_patched(&model_json, &context_json, &options_json, signal, |event| {
+                    batch.send(&event.to_string());
                 })
                 .await;
         };
         if let Err(info) = catch_panic(work).await {
-            send(
-                &on_event,
-                Provider::failure_event(&model_json, info).to_string(),
-            );
+            batch.send(&Provider::failure_event(&model_json, info).to_string());
         }
     });
-    StreamHandle::new(handle)
+    Ok(StreamHandle::new(handle))
 }
 
 /// The agent channel for this process, or a channel that reports why there is none.

@@ -64,6 +64,35 @@ impl Provider {
         context_json: &str,
         options_json: &str,
         abort: AbortSignal,
+        emit: impl FnMut(Value),
+    ) {
+        let mapper = |model| EventMapper::new(model, unix_time_ms());
+        self.stream_with(mapper, model_json, context_json, options_json, abort, emit)
+            .await;
+    }
+
+    /// Like [`stream`](Self::stream), but each event carries a `patch` for the binding's live
+    /// message instead of a snapshot ([`EventMapper::with_patches`]): O(1) per event.
+    pub async fn stream_patched(
+        &self,
+        model_json: &str,
+        context_json: &str,
+        options_json: &str,
+        abort: AbortSignal,
+        emit: impl FnMut(Value),
+    ) {
+        let mapper = |model| EventMapper::with_patches(model, unix_time_ms());
+        self.stream_with(mapper, model_json, context_json, options_json, abort, emit)
+            .await;
+    }
+
+    async fn stream_with(
+        &self,
+        mapper: impl FnOnce(ModelInfo) -> EventMapper,
+        model_json: &str,
+        context_json: &str,
+        options_json: &str,
+        abort: AbortSignal,
         mut emit: impl FnMut(Value),
     ) {
         let mut abort = abort;
@@ -71,7 +100,7 @@ impl Provider {
         let quoted = model
             .clone()
             .unwrap_or_else(|_| ModelInfo::new(API, PROVIDER_ID, "unknown"));
-        let mut mapper = EventMapper::new(quoted, unix_time_ms());
+        let mut mapper = mapper(quoted);
         let mut send = |mapper: &mut EventMapper, event: Event| {
             mapper.map(event).into_iter().for_each(&mut emit);
         };

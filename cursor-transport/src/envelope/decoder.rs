@@ -1,6 +1,12 @@
 //! Incremental envelope decoding.
+//!
+//! Pushed chunks are kept as they arrive (h2 hands over `Bytes`), and headers are parsed in
+//! place: a frame inside one chunk is returned as a slice of it, without copying or moving
+//! the rest of the buffer. Only a frame that straddles chunks is copied, once, when complete.
 
-use bytes::{Buf, Bytes, BytesMut};
+use std::collections::VecDeque;
+
+use bytes::{Bytes, BytesMut};
 
 use super::{
     Compression, DEFAULT_MAX_MESSAGE_SIZE, EndStream, EnvelopeError, HEADER_LEN, compression, flags,
@@ -23,7 +29,11 @@ pub enum Frame {
 /// After any error the decoder stays failed; the stream it decodes must be abandoned.
 #[derive(Debug)]
 pub struct Decoder {
-    buf: BytesMut,
+    /// Received chunks, oldest first; none is empty. The front one is consumed up to `pos`.
+    chunks: VecDeque<Bytes>,
+    pos: usize,
+    /// Unconsumed bytes over all chunks.
+    buffered: usize,
     compression: Compression,
     max_message_size: usize,
     ended: bool,
@@ -34,7 +44,9 @@ impl Decoder {
     /// A decoder for a call that negotiated `compression`, with the default 16 MiB bound.
     pub fn new(compression: Compression) -> Self {
         Self {
-            buf: BytesMut::new(),
+            chunks: VecDeque::new(),
+            pos: 0,
+            buffered: 0,
             compression,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             ended: false,
@@ -61,22 +73,23 @@ impl Decoder {
 
     /// Bytes received but not yet returned as a frame.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.buffered
     }
 
-    /// Appends received bytes.
+    /// Appends received bytes (copied once; prefer [`push_bytes`](Self::push_bytes)).
     pub fn push(&mut self, chunk: &[u8]) {
-        self.buf.extend_from_slice(chunk);
+        if !chunk.is_empty() {
+            self.push_bytes(Bytes::copy_from_slice(chunk));
+        }
     }
 
-    /// Appends received bytes, without copying when nothing is buffered.
+    /// Appends received bytes without copying them.
     pub fn push_bytes(&mut self, chunk: Bytes) {
-        if self.buf.is_empty() {
-            // `BytesMut::from(Bytes)` reuses a uniquely owned allocation.
-            self.buf = BytesMut::from(chunk);
-        } else {
-            self.buf.extend_from_slice(&chunk);
+        if chunk.is_empty() {
+            return;
         }
+        self.buffered += chunk.len();
+        self.chunks.push_back(chunk);
     }
 
     /// The next complete frame, `Ok(None)` if more bytes are needed.
@@ -96,38 +109,61 @@ impl Decoder {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
-        if self.buf.is_empty() {
+        if self.buffered == 0 {
             return Ok(());
         }
-        let expected = if self.buf.len() < HEADER_LEN {
-            HEADER_LEN
-        } else {
-            HEADER_LEN.saturating_add(declared_len(&self.buf))
+        let expected = match self.header() {
+            Some(header) => HEADER_LEN.saturating_add(declared_len(&header)),
+            None => HEADER_LEN,
         };
         let err = EnvelopeError::TruncatedFrame {
-            buffered: self.buf.len(),
+            buffered: self.buffered,
             expected,
         };
         self.failed = Some(err.clone());
         Err(err)
     }
 
+    /// The next frame's header, read in place when the front chunk holds it (the usual case).
+    #[inline]
+    fn header(&self) -> Option<[u8; HEADER_LEN]> {
+        if self.buffered < HEADER_LEN {
+            return None;
+        }
+        let front = &self.chunks[0][self.pos..];
+        if let Some(header) = front.first_chunk::<HEADER_LEN>() {
+            return Some(*header);
+        }
+        let mut header = [0u8; HEADER_LEN];
+        let mut filled = 0;
+        for chunk in self.chunks.iter() {
+            let skip = if filled == 0 { self.pos } else { 0 };
+            let take = (chunk.len() - skip).min(HEADER_LEN - filled);
+            header[filled..filled + take].copy_from_slice(&chunk[skip..skip + take]);
+            filled += take;
+            if filled == HEADER_LEN {
+                break;
+            }
+        }
+        Some(header)
+    }
+
     fn decode_one(&mut self) -> Result<Option<Frame>, EnvelopeError> {
-        if self.buf.is_empty() {
+        if self.buffered == 0 {
             return Ok(None);
         }
         if self.ended {
             return Err(EnvelopeError::DataAfterEndStream);
         }
-        if self.buf.len() < HEADER_LEN {
+        let Some(header) = self.header() else {
             return Ok(None);
-        }
-        let flag_byte = self.buf[0];
+        };
+        let flag_byte = header[0];
         if flag_byte & !flags::KNOWN != 0 {
             return Err(EnvelopeError::ReservedFlags(flag_byte & !flags::KNOWN));
         }
-        let declared = declared_len(&self.buf);
-        // Refuse before reserving or waiting for a body that may never be allowed.
+        let declared = declared_len(&header);
+        // Refuse before waiting for a body that may never be allowed.
         if declared > self.max_message_size {
             return Err(EnvelopeError::FrameTooLarge {
                 declared,
@@ -135,12 +171,10 @@ impl Decoder {
             });
         }
         let total = HEADER_LEN + declared;
-        if self.buf.len() < total {
-            self.buf.reserve(total - self.buf.len());
+        if self.buffered < total {
             return Ok(None);
         }
-        self.buf.advance(HEADER_LEN);
-        let raw = self.buf.split_to(declared).freeze();
+        let raw = self.take(total);
         let payload = if flag_byte & flags::COMPRESSED != 0 {
             match self.compression {
                 Compression::Identity => return Err(EnvelopeError::UnexpectedCompression),
@@ -155,10 +189,49 @@ impl Decoder {
         }
         Ok(Some(Frame::Message(payload)))
     }
+
+    /// Consumes one buffered frame of `total` bytes and returns its payload (after the header).
+    #[inline]
+    fn take(&mut self, total: usize) -> Bytes {
+        self.buffered -= total;
+        let front = &self.chunks[0];
+        let end = self.pos + total;
+        if end <= front.len() {
+            let payload = front.slice(self.pos + HEADER_LEN..end);
+            if end == front.len() {
+                self.chunks.pop_front();
+                self.pos = 0;
+            } else {
+                self.pos = end;
+            }
+            return payload;
+        }
+        // The frame straddles chunks: gather it once.
+        let mut skip = HEADER_LEN;
+        let mut left = total;
+        let mut out = BytesMut::with_capacity(total - HEADER_LEN);
+        while left > 0 {
+            let chunk = &self.chunks[0];
+            let available = chunk.len() - self.pos;
+            let take = available.min(left);
+            let piece = &chunk[self.pos..self.pos + take];
+            let dropped = skip.min(piece.len());
+            out.extend_from_slice(&piece[dropped..]);
+            skip -= dropped;
+            left -= take;
+            if take == available {
+                self.chunks.pop_front();
+                self.pos = 0;
+            } else {
+                self.pos += take;
+            }
+        }
+        out.freeze()
+    }
 }
 
-fn declared_len(buf: &[u8]) -> usize {
-    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]);
+fn declared_len(header: &[u8; HEADER_LEN]) -> usize {
+    let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]);
     usize::try_from(len).unwrap_or(usize::MAX)
 }
 

@@ -7,6 +7,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { liveEvent } from "../patch.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const native = createRequire(import.meta.url)(
@@ -30,10 +31,14 @@ const stored = { type: "oauth", access: "access-1", refresh: "refresh-1", expire
 function stream(modelJson, contextJson, options = { apiKey: "token" }) {
   return new Promise((resolve) => {
     const events = [];
+    const live = {};
     native.streamSimple(modelJson, contextJson, JSON.stringify(options), (json) => {
-      const event = JSON.parse(json);
-      events.push(event);
-      if (event.type === "done" || event.type === "error") resolve(events);
+      for (const patched of JSON.parse(json)) {
+        // A snapshot of `live` per event, so earlier events keep what they announced.
+        const event = structuredClone(liveEvent(live, patched));
+        events.push(event);
+        if (event.type === "done" || event.type === "error") resolve(events);
+      }
     });
   });
 }

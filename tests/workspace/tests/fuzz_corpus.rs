@@ -46,6 +46,7 @@ const TARGETS: &[(&str, FuzzEntry)] = &[
         "catalog_snapshot",
         cursor_catalog::fuzzing::catalog_snapshot,
     ),
+    ("hot_decoder", cursor_agent::fuzzing::hot_decoder),
 ];
 
 #[test]

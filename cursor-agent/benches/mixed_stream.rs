@@ -1,0 +1,68 @@
+//! End to end cost per server frame on a realistic Run stream (`support/stream.rs`): envelope
+//! framing, protobuf decode, `AgentRun` and the event drain together; also framing alone,
+//! decode alone, and the whole path with prost's decode instead of the hot path. Goal (issue
+//! 12): <= 50 ns per frame. Times are the bench thread's CPU time (`support/cpu_time.rs`), so
+//! other load on a shared machine does not inflate them. Allocations per frame are counted by
+//! the `mixed_stream_allocs` bench (a counting allocator would slow this one down).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use cpu_time::CpuTime;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use cursor_proto::agent::v1::AgentServerMessage;
+use prost::Message as _;
+use stream::{FRAMES, Path, SEED, chunks, conversation, frame_only, messages, run_stream};
+
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
+#[path = "support/stream.rs"]
+mod stream;
+
+fn mixed_stream(c: &mut Criterion<CpuTime>) {
+    let messages = messages(SEED);
+    let payload: usize = messages.iter().map(Vec::len).sum();
+    let chunks = chunks(&messages);
+    let conversation = conversation();
+    println!(
+        "mixed_stream: {FRAMES} frames, mean payload {:.1} B, {} chunks of 16 KiB, {} events",
+        payload as f64 / FRAMES as f64,
+        chunks.len(),
+        run_stream(&conversation, &chunks, Path::Bytes),
+    );
+    let mut group = c.benchmark_group("mixed_stream");
+    group.throughput(Throughput::Elements(FRAMES as u64));
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(8));
+    group.bench_function("envelope_only_100k", |b| {
+        b.iter(|| black_box(frame_only(&chunks)));
+    });
+    group.bench_function("decode_only_prost_100k", |b| {
+        b.iter(|| {
+            for message in &messages {
+                black_box(AgentServerMessage::decode(message.as_slice()).expect("valid"));
+            }
+        });
+    });
+    group.bench_function("decode_only_hot_100k", |b| {
+        b.iter(|| {
+            for message in &messages {
+                black_box(cursor_agent::fuzzing::hot_decode(message));
+            }
+        });
+    });
+    group.bench_function("envelope_prost_run_drain_100k", |b| {
+        b.iter(|| black_box(run_stream(&conversation, &chunks, Path::Prost)));
+    });
+    group.bench_function("envelope_decode_run_drain_100k", |b| {
+        b.iter(|| black_box(run_stream(&conversation, &chunks, Path::Bytes)));
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(CpuTime);
+    targets = mixed_stream
+}
+criterion_main!(benches);

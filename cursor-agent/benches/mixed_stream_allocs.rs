@@ -1,0 +1,35 @@
+//! Allocations per frame of the `mixed_stream` bench's stream (`support/stream.rs`), counted by
+//! a global allocator: framing alone, the whole path with prost's decode, and the whole path
+//! with the hot decoder (whose only allocation per frame should be the event's own string).
+
+use std::hint::black_box;
+
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use stream::{FRAMES, Path, SEED, chunks, conversation, frame_only, messages, run_stream};
+
+#[path = "support/stream.rs"]
+mod stream;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
+
+fn allocations(label: &str, work: impl FnOnce() -> usize) {
+    let region = Region::new(GLOBAL);
+    black_box(work());
+    let stats = region.change();
+    println!(
+        "mixed_stream/{label}: {:.3} allocations/frame, {:.1} allocated bytes/frame",
+        stats.allocations as f64 / FRAMES as f64,
+        stats.bytes_allocated as f64 / FRAMES as f64,
+    );
+}
+
+fn main() {
+    let messages = messages(SEED);
+    let chunks = chunks(&messages);
+    let conversation = conversation();
+    // One whole stream each (the Run's own setup included), per frame.
+    allocations("envelope", || frame_only(&chunks));
+    allocations("prost", || run_stream(&conversation, &chunks, Path::Prost));
+    allocations("hot", || run_stream(&conversation, &chunks, Path::Bytes));
+}

@@ -1,0 +1,272 @@
+//! A hand-written decoder for the server frames a Run sees most: `interaction_update` text,
+//! thinking, token, heartbeat and `turn_ended` arms, and `kv_server_message` blob requests.
+//!
+//! prost's generic merge loops cost more than the rest of a frame's handling put together, so
+//! these shapes are read straight off the wire: text is validated as UTF-8 once, in place, and
+//! copied only into the event's own string. Anything unusual (another arm, a repeated oneof
+//! field, a wire type prost would refuse, a group, a truncated field) returns `None` and the
+//! caller decodes the frame with prost, so errors and rare merges keep prost's exact semantics.
+//! The contract, checked by a property test and a fuzz target: whenever [`decode`] returns a
+//! message, prost decodes the same bytes to an equal message.
+
+use cursor_proto::agent::v1::{
+    AgentServerMessage, GetBlobArgs, HeartbeatUpdate, InteractionUpdate, KvServerMessage,
+    SetBlobArgs, TextDeltaUpdate, ThinkingDeltaUpdate, TokenDeltaUpdate, TurnEndedUpdate,
+    agent_server_message::Message as Server, interaction_update::Message as Update,
+    kv_server_message::Message as Kv,
+};
+
+/// Protobuf wire types this reader skips; groups (3, 4) and 6, 7 go to prost.
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+const LEN: u8 = 2;
+const FIXED32: u8 = 5;
+
+/// The frame when it is one of the hot shapes, `None` to fall back to prost. A frame that
+/// only carries fields beside the oneof (`ttft_breakdown`) also falls back. The message is
+/// filled in place: moving these structs between levels cost more than reading the wire.
+pub(crate) fn decode(frame: &[u8]) -> Option<AgentServerMessage> {
+    let mut reader = Reader(frame);
+    let mut out = AgentServerMessage::default();
+    while !reader.0.is_empty() {
+        let (field, wire) = reader.key()?;
+        match (field, wire) {
+            (1, LEN) if out.message.is_none() => {
+                let body = reader.len_delimited()?;
+                let arm = out
+                    .message
+                    .insert(Server::InteractionUpdate(InteractionUpdate::default()));
+                let Server::InteractionUpdate(update) = arm else {
+                    return None;
+                };
+                fill_update(body, update)?;
+            }
+            (4, LEN) if out.message.is_none() => {
+                out.message = Some(Server::KvServerMessage(kv(reader.len_delimited()?)?));
+            }
+            // Known fields: a repeated arm merges, the others are cold (prost decodes them).
+            (1..=5 | 7 | 8, _) => return None,
+            _ => reader.skip(wire)?,
+        }
+    }
+    out.message.is_some().then_some(out)
+}
+
+fn fill_update(body: &[u8], out: &mut InteractionUpdate) -> Option<()> {
+    let mut reader = Reader(body);
+    while !reader.0.is_empty() {
+        let (field, wire) = reader.key()?;
+        if out.message.is_some() && matches!(field, 1..=22) {
+            return None;
+        }
+        out.message = Some(match (field, wire) {
+            (1, LEN) => Update::TextDelta(TextDeltaUpdate {
+                text: text(reader.len_delimited()?)?,
+            }),
+            (4, LEN) => Update::ThinkingDelta(ThinkingDeltaUpdate {
+                text: text(reader.len_delimited()?)?,
+            }),
+            (8, LEN) => Update::TokenDelta(token_delta(reader.len_delimited()?)?),
+            (13, LEN) => {
+                Reader(reader.len_delimited()?).skip_all()?;
+                Update::Heartbeat(HeartbeatUpdate {})
+            }
+            (14, LEN) => Update::TurnEnded(turn_ended(reader.len_delimited()?)?),
+            (25, VARINT) => {
+                out.message_started_at_ms = Some(reader.varint()?);
+                continue;
+            }
+            (1..=22 | 25, _) => return None,
+            _ => {
+                reader.skip(wire)?;
+                continue;
+            }
+        });
+    }
+    Some(())
+}
+
+/// `TextDeltaUpdate` / `ThinkingDeltaUpdate`: the last `text` wins, as in prost.
+fn text(body: &[u8]) -> Option<String> {
+    let mut reader = Reader(body);
+    let mut text = "";
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, LEN) => text = std::str::from_utf8(reader.len_delimited()?).ok()?,
+            (1, _) => return None,
+            (_, wire) => reader.skip(wire)?,
+        }
+    }
+    Some(text.to_owned())
+}
+
+fn token_delta(body: &[u8]) -> Option<TokenDeltaUpdate> {
+    let mut reader = Reader(body);
+    let mut out = TokenDeltaUpdate::default();
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            // int32 on the wire is a varint truncated to 32 bits.
+            (1, VARINT) => out.tokens = reader.varint()? as i32,
+            (1, _) => return None,
+            (_, wire) => reader.skip(wire)?,
+        }
+    }
+    Some(out)
+}
+
+fn turn_ended(body: &[u8]) -> Option<TurnEndedUpdate> {
+    let mut reader = Reader(body);
+    let mut out = TurnEndedUpdate::default();
+    while !reader.0.is_empty() {
+        let (field, wire) = reader.key()?;
+        let slot = match field {
+            1 => &mut out.input_tokens,
+            2 => &mut out.output_tokens,
+            3 => &mut out.cache_read_tokens,
+            4 => &mut out.cache_write_tokens,
+            5 => &mut out.reasoning_tokens,
+            _ => {
+                reader.skip(wire)?;
+                continue;
+            }
+        };
+        if wire != VARINT {
+            return None;
+        }
+        *slot = Some(reader.varint()? as i64);
+    }
+    Some(out)
+}
+
+fn kv(body: &[u8]) -> Option<KvServerMessage> {
+    let mut reader = Reader(body);
+    let mut out = KvServerMessage::default();
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, VARINT) => out.id = reader.varint()? as u32,
+            (2, LEN) if out.message.is_none() => {
+                out.message = Some(Kv::GetBlobArgs(get_blob(reader.len_delimited()?)?));
+            }
+            (3, LEN) if out.message.is_none() => {
+                out.message = Some(Kv::SetBlobArgs(set_blob(reader.len_delimited()?)?));
+            }
+            (1..=3, _) => return None,
+            (_, wire) => reader.skip(wire)?,
+        }
+    }
+    Some(out)
+}
+
+fn get_blob(body: &[u8]) -> Option<GetBlobArgs> {
+    let mut reader = Reader(body);
+    let mut id: &[u8] = &[];
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, LEN) => id = reader.len_delimited()?,
+            (1, _) => return None,
+            (_, wire) => reader.skip(wire)?,
+        }
+    }
+    Some(GetBlobArgs {
+        blob_id: id.to_vec(),
+    })
+}
+
+fn set_blob(body: &[u8]) -> Option<SetBlobArgs> {
+    let mut reader = Reader(body);
+    let (mut id, mut data): (&[u8], Option<&[u8]>) = (&[], None);
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, LEN) => id = reader.len_delimited()?,
+            (2, LEN) => data = Some(reader.len_delimited()?),
+            (1 | 2, _) => return None,
+            (_, wire) => reader.skip(wire)?,
+        }
+    }
+    Some(SetBlobArgs {
+        blob_id: id.to_vec(),
+        blob_data: data.map(<[u8]>::to_vec),
+    })
+}
+
+/// A cursor over one message's bytes. Every method returns `None` where prost would either
+/// fail or do something this reader does not replicate.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    /// A base-128 varint of at most ten bytes; the tenth may only carry bit 63.
+    #[inline(always)]
+    fn varint(&mut self) -> Option<u64> {
+        match self.0.split_first() {
+            Some((&first, rest)) if first < 0x80 => {
+                self.0 = rest;
+                Some(u64::from(first))
+            }
+            _ => self.long_varint(),
+        }
+    }
+
+    /// [`varint`](Self::varint) past its one-byte case.
+    #[inline(never)]
+    fn long_varint(&mut self) -> Option<u64> {
+        let (&first, rest) = self.0.split_first()?;
+        let mut value = u64::from(first & 0x7f);
+        for (i, &byte) in rest.iter().enumerate().take(9) {
+            let shift = 7 * (i as u32 + 1);
+            if i == 8 && byte > 1 {
+                return None;
+            }
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                self.0 = &rest[i + 1..];
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    /// A field key: its number and wire type.
+    #[inline(always)]
+    fn key(&mut self) -> Option<(u32, u8)> {
+        let key = u32::try_from(self.varint()?).ok()?;
+        let field = key >> 3;
+        (field != 0).then_some((field, (key & 7) as u8))
+    }
+
+    /// A length-delimited field's bytes.
+    #[inline(always)]
+    fn len_delimited(&mut self) -> Option<&'a [u8]> {
+        let len = usize::try_from(self.varint()?).ok()?;
+        if len > self.0.len() {
+            return None;
+        }
+        let (body, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Some(body)
+    }
+
+    /// Skips one field's value by its wire type.
+    fn skip(&mut self, wire: u8) -> Option<()> {
+        let width = match wire {
+            VARINT => return self.varint().map(drop),
+            LEN => return self.len_delimited().map(drop),
+            FIXED64 => 8,
+            FIXED32 => 4,
+            _ => return None,
+        };
+        self.0 = self.0.get(width..)?;
+        Some(())
+    }
+
+    /// Skips every field of a message with no known fields.
+    fn skip_all(&mut self) -> Option<()> {
+        while !self.0.is_empty() {
+            let (_, wire) = self.key()?;
+            self.skip(wire)?;
+        }
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

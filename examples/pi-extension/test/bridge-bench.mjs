@@ -1,0 +1,99 @@
+// Cost per text delta through the native addon alone (no pi), against the loopback replica:
+//
+//   node bridge-bench.mjs <replica origin> [deltas...]     (default 200 2000 10000)
+//
+// For each count the replica is scripted (POST /replica/script `text N`) to answer the next Run
+// with N one-word text deltas back to back; streamSimple runs the turn through the addon and
+// patch.mjs rebuilds pi's events on one live message, as index.mjs does. Prints, per count, the
+// time from the call to `done` per delta, the JSON bytes handed to JS against the answer's text
+// length, and how many callbacks carried them (events arriving together share one).
+// Exits 1 when a turn fails or its text is not the N words.
+import { connect as connectH2 } from "node:http2";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { liveEvent } from "../patch.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const [origin, ...counts] = process.argv.slice(2);
+if (!origin) {
+  console.error("usage: bridge-bench.mjs <replica origin> [deltas...]");
+  process.exit(2);
+}
+process.env.CURSOR_PROVIDER_AGENT_ORIGIN = origin;
+const native = createRequire(import.meta.url)(
+  process.env.CURSOR_PI_ADDON ??
+    join(here, "..", "native", `cursor-pi-adapter.${process.platform}-${process.arch}.node`),
+);
+const model = {
+  id: "composer-2.5",
+  name: "Composer 2.5",
+  api: "cursor-agent",
+  provider: "cursor",
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+};
+const context = { messages: [{ role: "user", content: [{ type: "text", text: "go" }], timestamp: 0 }] };
+
+function queueText(deltas) {
+  return new Promise((resolve, reject) => {
+    const session = connectH2(origin);
+    session.on("error", reject);
+    const request = session.request({ ":method": "POST", ":path": "/replica/script" });
+    let status = 0;
+    request.on("response", (headers) => (status = headers[":status"]));
+    request.on("error", reject);
+    request.resume();
+    request.on("end", () => {
+      session.close();
+      status === 200 ? resolve() : reject(new Error(`/replica/script answered ${status}`));
+    });
+    request.end(`text ${deltas}`);
+  });
+}
+
+// One turn of `deltas` text deltas; resolves with what it cost.
+function turn(deltas) {
+  return new Promise((resolve, reject) => {
+    const live = {};
+    let bytes = 0;
+    let callbacks = 0;
+    let textDeltas = 0;
+    const started = performance.now();
+    native.streamSimple(JSON.stringify(model), JSON.stringify(context), JSON.stringify({ apiKey: "token" }), (json) => {
+      bytes += Buffer.byteLength(json);
+      callbacks += 1;
+      const parsed = JSON.parse(json);
+      // An addon from before batching (one snapshot event per call) is measured the same way.
+      for (const patched of Array.isArray(parsed) ? parsed : [parsed]) {
+        const event = liveEvent(live, patched);
+        if (event.type === "text_delta") textDeltas += 1;
+        if (event.type === "error") return reject(new Error(event.error.errorMessage));
+        if (event.type === "done") {
+          const elapsed = performance.now() - started;
+          const text = event.message.content.map((block) => block.text ?? "").join("");
+          return resolve({ elapsed, bytes, callbacks, textDeltas, text });
+        }
+      }
+    });
+  });
+}
+
+const sizes = counts.length > 0 ? counts.map(Number) : [200, 2000, 10000];
+await queueText(50);
+await turn(50); // warm-up: the connection, the runtime, the JIT
+let failed = false;
+for (const deltas of sizes) {
+  await queueText(deltas);
+  const result = await turn(deltas);
+  const textBytes = Buffer.byteLength(result.text);
+  const ok = result.textDeltas === deltas && result.text.split(/\s+/).filter(Boolean).length === deltas;
+  failed ||= !ok;
+  console.log(
+    `${deltas} deltas: ${result.elapsed.toFixed(1)} ms, ${((result.elapsed * 1000) / deltas).toFixed(2)} us/delta; ` +
+      `${result.bytes} bytes to JS for ${textBytes} bytes of text (${(result.bytes / textBytes).toFixed(2)}x, ` +
+      `${((result.bytes - 2 * textBytes) / (deltas + 4)).toFixed(0)} B/event beyond 2x the text) ` +
+      `in ${result.callbacks} callbacks${ok ? "" : " — WRONG TEXT"}`,
+  );
+}
+process.exit(failed ? 1 : 0);
