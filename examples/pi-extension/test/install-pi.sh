@@ -41,41 +41,13 @@ for tool in cargo rustc; do
 done
 
 work=$(mktemp -d)
-replica_pid=""
 cleanup() {
-  [ -z "$replica_pid" ] || kill "$replica_pid" 2>/dev/null || true
+  stop_replicas
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$replica_bin" --port 0 --log "$work/runs.jsonl" >"$work/replica.origin" 2>"$work/replica.err" &
-replica_pid=$!
-i=0
-while ! grep -q '^REPLICA_ORIGIN=' "$work/replica.origin" && [ "$i" -lt 100 ]; do
-  sleep 0.1
-  i=$((i + 1))
-done
-origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/replica.origin")
-[ -n "$origin" ] || { echo "install-pi.sh: the replica did not start: $(cat "$work/replica.err")" >&2; exit 1; }
-
-passed=0
-failed=0
-begin() {
-  check=$1
-  problems=""
-}
-problem() {
-  problems="$problems
-    $*"
-}
-end() {
-  if [ -z "$problems" ]; then
-    passed=$((passed + 1))
-    echo "ok   $check"
-  else
-    failed=$((failed + 1))
-    echo "FAIL $check:$problems" >&2
-  fi
-}
+. "$here/test/lib.sh"
+start_replica runs
 
 # in_home <home> <command...>: runs with only that HOME, the clean PATH, and the replica as
 # Cursor; a headless token stands in for /login cursor.

@@ -55,31 +55,12 @@ export PATH
 work=$(mktemp -d)
 : >"$work/pids"
 cleanup() {
-  while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$work/pids"
+  stop_replicas
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# start_replica <name> [flags]: starts a replica logging its Runs to $work/<name>.jsonl and
-# sets `origin` to its origin and `inference_origin` to its RunInference listener.
-start_replica() {
-  name=$1
-  shift
-  : >"$work/$name.jsonl"
-  "$replica_bin" --port 0 --log "$work/$name.jsonl" "$@" >"$work/$name.origin" 2>"$work/$name.err" &
-  echo $! >>"$work/pids"
-  i=0
-  while ! grep -q '^REPLICA_ORIGIN=' "$work/$name.origin" && [ "$i" -lt 100 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
-  origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/$name.origin")
-  inference_origin=$(sed -n 's/^REPLICA_INFERENCE_ORIGIN=//p' "$work/$name.origin")
-  case "$origin" in
-    http://127.0.0.1:*) ;;
-    *) echo "run-pi.sh: the $name replica did not start: $(cat "$work/$name.err")" >&2; exit 1 ;;
-  esac
-}
+. "$here/test/lib.sh"
 
 start_replica runs
 runs_inference=$inference_origin
@@ -103,26 +84,6 @@ auth="$work/home/.pi/agent/auth.json"
 printf '%s' '{"cursor":{"type":"oauth","access":"seeded-access","refresh":"seeded-refresh","expires":4102444800000}}' >"$auth"
 chmod 600 "$auth"
 
-passed=0
-failed=0
-# begin <name> … problem <why> … end: one check, passed when no problem was noted.
-begin() {
-  check=$1
-  problems=""
-}
-problem() {
-  problems="$problems
-    $*"
-}
-end() {
-  if [ -z "$problems" ]; then
-    passed=$((passed + 1))
-    echo "ok   $check"
-  else
-    failed=$((failed + 1))
-    echo "FAIL $check:$problems" >&2
-  fi
-}
 
 # pi <entry> <args...>: runs pi offline in the private HOME from an empty directory.
 pi() {

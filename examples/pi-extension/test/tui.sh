@@ -28,48 +28,27 @@ work=$(mktemp -d)
 # One tmux server per check: a new session on a server still shutting down can fail.
 checks=0
 socket="cursor-tui-$$-0"
-replica_pid=""
 cleanup() {
   tmux -L "$socket" kill-server 2>/dev/null || true
-  [ -z "$replica_pid" ] || kill "$replica_pid" 2>/dev/null || true
+  stop_replicas
   rm -rf "$work"
 }
 trap cleanup EXIT
+. "$here/test/lib.sh"
 # Six "not yet" answers at cursor-auth's 500 ms poll interval keep the link up for ~3 s.
-"$replica_bin" --port 0 --login-polls 6 >"$work/replica.origin" 2>"$work/replica.err" &
-replica_pid=$!
-i=0
-while ! grep -q '^REPLICA_ORIGIN=' "$work/replica.origin" && [ "$i" -lt 100 ]; do
-  sleep 0.1
-  i=$((i + 1))
-done
-origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/replica.origin")
-[ -n "$origin" ] || { echo "tui.sh: the replica did not start: $(cat "$work/replica.err")" >&2; exit 1; }
+start_replica tui --login-polls 6
 
-passed=0
-failed=0
-begin() {
-  check=$1
-  problems=""
+on_begin() {
   checks=$((checks + 1))
   socket="cursor-tui-$$-$checks"
   : >"$work/screens.txt"
 }
-problem() {
-  problems="$problems
-    $*"
+on_fail() {
+  echo "---- last screen ----" >&2
+  screen >&2
+  echo "---------------------" >&2
 }
-end() {
-  if [ -z "$problems" ]; then
-    passed=$((passed + 1))
-    echo "ok   $check"
-  else
-    failed=$((failed + 1))
-    echo "FAIL $check:$problems" >&2
-    echo "---- last screen ----" >&2
-    screen >&2
-    echo "---------------------" >&2
-  fi
+on_end() {
   tmux -L "$socket" kill-server 2>/dev/null || true
 }
 
