@@ -240,22 +240,27 @@ impl TokenSource for CountingTokens {
     }
 }
 
+/// Asks `ping` through a session whose token source counts its refreshes.
+async fn ping_with_counted_refreshes(
+    replica: &ReplicaServer,
+) -> (Arc<CountingTokens>, Vec<AgentEvent>) {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = Arc::new(CountingTokens::default());
+    let session = session_with(
+        replica,
+        tokens.clone(),
+        Arc::new(HandleStore::new(dir.path())),
+    );
+    let ping = Conversation::new("").with_message(Message::user_text("ping"));
+    let events = leg(&session, &ping).await;
+    (tokens, events)
+}
+
 #[tokio::test]
 async fn a_refused_token_is_refreshed_once_and_the_run_replayed_once() {
     let replica = cursor_like_replica().await;
     replica.script(Script::Unauthenticated);
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = Arc::new(CountingTokens::default());
-    let session = session_with(
-        &replica,
-        tokens.clone(),
-        Arc::new(HandleStore::new(dir.path())),
-    );
-    let events = leg(
-        &session,
-        &Conversation::new("").with_message(Message::user_text("ping")),
-    )
-    .await;
+    let (tokens, events) = ping_with_counted_refreshes(&replica).await;
     assert_eq!(text(&events), "pong");
     assert_eq!(tokens.refreshes.load(Ordering::SeqCst), 1);
     let outcomes: Vec<String> = replica.runs().into_iter().map(|run| run.outcome).collect();
@@ -266,18 +271,7 @@ async fn a_refused_token_is_refreshed_once_and_the_run_replayed_once() {
 async fn a_token_refused_twice_ends_the_turn_with_a_login_step_after_one_refresh() {
     let replica = cursor_like_replica().await;
     replica.set_fail_auth(true);
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = Arc::new(CountingTokens::default());
-    let session = session_with(
-        &replica,
-        tokens.clone(),
-        Arc::new(HandleStore::new(dir.path())),
-    );
-    let events = leg(
-        &session,
-        &Conversation::new("").with_message(Message::user_text("ping")),
-    )
-    .await;
+    let (tokens, events) = ping_with_counted_refreshes(&replica).await;
     let Event::Error(info) = last(&events) else {
         panic!("{events:?}")
     };
