@@ -8,12 +8,12 @@
 // time from the call to `done` per delta, the JSON bytes handed to JS against the answer's text
 // length, and how many callbacks carried them (events arriving together share one).
 // Exits 1 when a turn fails or its text is not the N words.
-import { connect as connectH2 } from "node:http2";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { liveEvent } from "../patch.mjs";
+import { scriptReplica } from "./replica-script.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const [origin, ...counts] = process.argv.slice(2);
@@ -35,22 +35,6 @@ const model = {
 };
 const context = { messages: [{ role: "user", content: [{ type: "text", text: "go" }], timestamp: 0 }] };
 
-function queueText(deltas) {
-  return new Promise((resolve, reject) => {
-    const session = connectH2(origin);
-    session.on("error", reject);
-    const request = session.request({ ":method": "POST", ":path": "/replica/script" });
-    let status = 0;
-    request.on("response", (headers) => (status = headers[":status"]));
-    request.on("error", reject);
-    request.resume();
-    request.on("end", () => {
-      session.close();
-      status === 200 ? resolve() : reject(new Error(`/replica/script answered ${status}`));
-    });
-    request.end(`text ${deltas}`);
-  });
-}
 
 // One turn of `deltas` text deltas; resolves with what it cost.
 function turn(deltas) {
@@ -80,11 +64,11 @@ function turn(deltas) {
 }
 
 const sizes = counts.length > 0 ? counts.map(Number) : [200, 2000, 10000];
-await queueText(50);
+await scriptReplica(origin, "text 50");
 await turn(50); // warm-up: the connection, the runtime, the JIT
 let failed = false;
 for (const deltas of sizes) {
-  await queueText(deltas);
+  await scriptReplica(origin, `text ${deltas}`);
   const result = await turn(deltas);
   const textBytes = Buffer.byteLength(result.text);
   const ok = result.textDeltas === deltas && result.text.split(/\s+/).filter(Boolean).length === deltas;

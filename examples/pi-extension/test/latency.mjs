@@ -9,10 +9,10 @@
 // waiting behind the earlier deltas of the burst.
 // Prints one summary line; exits 1 when pi fails or the deltas do not all arrive.
 import { spawn } from "node:child_process";
-import { connect as connectH2 } from "node:http2";
 import { createConnection, createServer } from "node:net";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
+import { scriptReplica } from "./replica-script.mjs";
 
 const [origin, count, ...command] = process.argv.slice(2);
 const deltas = Number(count);
@@ -22,22 +22,6 @@ if (!origin || !(deltas > 0) || command.length === 0) {
 }
 const target = new URL(origin);
 
-function queueText() {
-  return new Promise((resolve, reject) => {
-    const session = connectH2(origin);
-    session.on("error", reject);
-    const request = session.request({ ":method": "POST", ":path": "/replica/script" });
-    let status = 0;
-    request.on("response", (headers) => (status = headers[":status"]));
-    request.on("error", reject);
-    request.resume();
-    request.on("end", () => {
-      session.close();
-      status === 200 ? resolve() : reject(new Error(`/replica/script answered ${status}`));
-    });
-    request.end(`text ${deltas}`);
-  });
-}
 
 // Relay: every chunk from the replica is timestamped with its size.
 const chunks = [];
@@ -55,7 +39,7 @@ const relay = createServer((client) => {
 await new Promise((resolve) => relay.listen(0, "127.0.0.1", resolve));
 const relayOrigin = `http://127.0.0.1:${relay.address().port}`;
 
-await queueText();
+await scriptReplica(origin, `text ${deltas}`);
 const pi = spawn(command[0], command.slice(1), {
   stdio: ["ignore", "pipe", "inherit"],
   env: { ...process.env, CURSOR_PROVIDER_AGENT_ORIGIN: relayOrigin },

@@ -8,8 +8,8 @@
 // $RPC_ABORT_LOG when set.
 import { spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
-import { connect } from "node:http2";
 import { createInterface } from "node:readline";
+import { scriptReplica } from "./replica-script.mjs";
 
 const [origin, ...command] = process.argv.slice(2);
 if (!origin || command.length === 0) {
@@ -17,30 +17,13 @@ if (!origin || command.length === 0) {
   process.exit(2);
 }
 
-// The replica is HTTP/2 only (prior knowledge), so node's http2 client queues the script.
-function queueSilentRun() {
-  return new Promise((resolve, reject) => {
-    const session = connect(origin);
-    session.on("error", reject);
-    const request = session.request({ ":method": "POST", ":path": "/replica/script" });
-    let status = 0;
-    request.on("response", (headers) => (status = headers[":status"]));
-    request.on("error", reject);
-    request.resume();
-    request.on("end", () => {
-      session.close();
-      status === 200 ? resolve() : reject(new Error(`/replica/script answered ${status}`));
-    });
-    request.end("silent");
-  });
-}
 
 function fail(why) {
   console.error(`rpc abort: ${why}`);
   process.exit(1);
 }
 
-await queueSilentRun();
+await scriptReplica(origin, "silent");
 const pi = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
 const deadline = setTimeout(() => {
   pi.kill();
