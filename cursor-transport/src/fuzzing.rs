@@ -1,11 +1,13 @@
 //! Entry points of the fuzz targets, public so the corpus can be replayed in ordinary tests.
 //! Not part of the stable API.
 
-use crate::envelope::{Compression, Decoder, EndStream};
+use crate::envelope::{Compression, Decoder, EndStream, Frame, FrameRef};
 
 /// Fuzz target `envelope_decoder`: byte 0 picks compression and chunk size, the rest is fed
-/// to a [`Decoder`] in chunks. Must never panic; checks that a decoded end-of-stream frame
-/// re-encodes to JSON that parses back to the same value.
+/// to two [`Decoder`]s in chunks, one drained with `next_frame`, one with `next_frame_ref`.
+/// Must never panic; both must yield the same frames and fail at the same point with the
+/// same error; a decoded end-of-stream frame must re-encode to JSON that parses back to the
+/// same value.
 pub fn envelope_decoder(data: &[u8]) {
     let Some((&selector, wire)) = data.split_first() else {
         return;
@@ -16,19 +18,35 @@ pub fn envelope_decoder(data: &[u8]) {
         Compression::Identity
     };
     let chunk = usize::from(selector & 0x7f) + 1;
-    let mut decoder = Decoder::new(compression).with_max_message_size(1 << 20);
+    let mut owned = Decoder::new(compression).with_max_message_size(1 << 20);
+    let mut lent = Decoder::new(compression).with_max_message_size(1 << 20);
     for piece in wire.chunks(chunk) {
-        decoder.push(piece);
+        owned.push(piece);
+        lent.push_bytes(bytes::Bytes::copy_from_slice(piece));
         loop {
-            match decoder.next_frame() {
-                Ok(Some(crate::envelope::Frame::End(end))) => assert_round_trip(&end),
+            let from_owned = owned.next_frame();
+            let from_lent = lent.next_frame_ref().map(|frame| frame.map(to_owned));
+            assert_eq!(from_owned, from_lent, "owned and lent decoding disagree");
+            match from_owned {
+                Ok(Some(Frame::End(end))) => assert_round_trip(&end),
                 Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(_) => return,
             }
         }
     }
-    let _ = decoder.finish();
+    assert_eq!(
+        owned.finish(),
+        lent.finish(),
+        "owned and lent finish disagree"
+    );
+}
+
+fn to_owned(frame: FrameRef<'_>) -> Frame {
+    match frame {
+        FrameRef::Message(payload) => Frame::Message(bytes::Bytes::copy_from_slice(payload)),
+        FrameRef::End(end) => Frame::End(end),
+    }
 }
 
 /// Fuzz target `end_stream_json`: parses arbitrary bytes as an end-of-stream payload; a

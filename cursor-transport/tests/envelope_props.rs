@@ -1,8 +1,9 @@
-//! Property tests: the envelope codec round-trips under arbitrary chunking.
+//! Property tests: the envelope codec round-trips under arbitrary chunking, and the lending
+//! decoder (`next_frame_ref`) yields exactly what the owning one (`next_frame`) does.
 
 use bytes::{Bytes, BytesMut};
 use cursor_transport::envelope::{
-    Code, Compression, ConnectError, Decoder, Encoder, EndStream, EnvelopeError, Frame,
+    Code, Compression, ConnectError, Decoder, Encoder, EndStream, EnvelopeError, Frame, FrameRef,
 };
 use proptest::prelude::*;
 
@@ -10,11 +11,39 @@ fn compression() -> impl Strategy<Value = Compression> {
     prop_oneof![Just(Compression::Identity), Just(Compression::Gzip)]
 }
 
-/// Splits `wire` at the given cut points and decodes it chunk by chunk.
+/// How a test drains the decoder.
+#[derive(Clone, Copy, Debug)]
+enum Drain {
+    Owned,
+    Lent,
+    /// Lent and owned calls alternate, frame by frame.
+    Mixed,
+}
+
+/// Splits `wire` at the given cut points and decodes it chunk by chunk with `next_frame`.
 fn decode_chunked(
     wire: &[u8],
     cuts: &[usize],
     compression: Compression,
+) -> Result<Vec<Frame>, EnvelopeError> {
+    decode_with(wire, cuts, compression, Drain::Owned)
+}
+
+fn next(decoder: &mut Decoder, lent: bool) -> Result<Option<Frame>, EnvelopeError> {
+    if !lent {
+        return decoder.next_frame();
+    }
+    Ok(decoder.next_frame_ref()?.map(|frame| match frame {
+        FrameRef::Message(payload) => Frame::Message(Bytes::copy_from_slice(payload)),
+        FrameRef::End(end) => Frame::End(end),
+    }))
+}
+
+fn decode_with(
+    wire: &[u8],
+    cuts: &[usize],
+    compression: Compression,
+    drain: Drain,
 ) -> Result<Vec<Frame>, EnvelopeError> {
     let mut points: Vec<usize> = cuts.iter().map(|c| c % (wire.len() + 1)).collect();
     points.sort_unstable();
@@ -24,7 +53,15 @@ fn decode_chunked(
     for end in points.into_iter().chain([wire.len()]) {
         decoder.push_bytes(Bytes::copy_from_slice(&wire[start..end]));
         start = end;
-        while let Some(frame) = decoder.next_frame()? {
+        loop {
+            let lent = match drain {
+                Drain::Owned => false,
+                Drain::Lent => true,
+                Drain::Mixed => frames.len() % 2 == 1,
+            };
+            let Some(frame) = next(&mut decoder, lent)? else {
+                break;
+            };
             frames.push(frame);
         }
     }
@@ -78,6 +115,38 @@ proptest! {
             let is_truncated = matches!(result, Err(EnvelopeError::TruncatedFrame { .. }));
             prop_assert!(is_truncated, "{:?}", result);
         }
+    }
+
+    #[test]
+    fn lent_and_mixed_draining_match_owned_draining_on_valid_streams(
+        messages in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..12),
+        cuts in prop::collection::vec(any::<usize>(), 0..16),
+        compression in compression(),
+        with_end in any::<bool>(),
+    ) {
+        let encoder = Encoder::new(compression);
+        let mut wire = BytesMut::new();
+        for message in &messages {
+            encoder.encode(message, &mut wire).unwrap();
+        }
+        if with_end {
+            encoder.encode_end_stream(&EndStream::default(), &mut wire).unwrap();
+        }
+        let owned = decode_with(&wire, &cuts, compression, Drain::Owned);
+        prop_assert!(owned.is_ok());
+        prop_assert_eq!(&decode_with(&wire, &cuts, compression, Drain::Lent), &owned);
+        prop_assert_eq!(&decode_with(&wire, &cuts, compression, Drain::Mixed), &owned);
+    }
+
+    #[test]
+    fn lent_draining_fails_exactly_where_owned_draining_fails(
+        bytes in prop::collection::vec(any::<u8>(), 0..2048),
+        cuts in prop::collection::vec(any::<usize>(), 0..8),
+        compression in compression(),
+    ) {
+        let owned = decode_with(&bytes, &cuts, compression, Drain::Owned);
+        prop_assert_eq!(&decode_with(&bytes, &cuts, compression, Drain::Lent), &owned);
+        prop_assert_eq!(&decode_with(&bytes, &cuts, compression, Drain::Mixed), &owned);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! Pushed chunks are kept as they arrive (h2 hands over `Bytes`), and headers are parsed in
 //! place: a frame inside one chunk is returned as a slice of it, without copying or moving
 //! the rest of the buffer. Only a frame that straddles chunks is copied, once, when complete.
+//! [`Decoder::next_frame_ref`] goes one step further for the common small frame: it lends the
+//! payload as a slice of the chunk, so no reference count moves per frame.
 
 use std::collections::VecDeque;
 
@@ -21,6 +23,16 @@ pub enum Frame {
     End(EndStream),
 }
 
+/// One decoded envelope, lent by the decoder until its next call: see
+/// [`Decoder::next_frame_ref`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameRef<'a> {
+    /// A message payload, already decompressed.
+    Message(&'a [u8]),
+    /// The end-of-stream frame, parsed. No frame may follow it.
+    End(EndStream),
+}
+
 /// Turns bytes, pushed in any chunking, into [`Frame`]s.
 ///
 /// Feed bytes with [`push`](Self::push) (or [`push_bytes`](Self::push_bytes)), drain frames
@@ -29,7 +41,8 @@ pub enum Frame {
 /// After any error the decoder stays failed; the stream it decodes must be abandoned.
 #[derive(Debug)]
 pub struct Decoder {
-    /// Received chunks, oldest first; none is empty. The front one is consumed up to `pos`.
+    /// Received chunks, oldest first; none is empty. The front one is consumed up to `pos`
+    /// (it may be wholly consumed while a payload lent from it is still borrowed).
     chunks: VecDeque<Bytes>,
     pos: usize,
     /// Unconsumed bytes over all chunks.
@@ -38,6 +51,8 @@ pub struct Decoder {
     max_message_size: usize,
     ended: bool,
     failed: Option<EnvelopeError>,
+    /// A gathered or decompressed payload lent by `next_frame_ref` until its next call.
+    held: Bytes,
 }
 
 impl Decoder {
@@ -51,6 +66,7 @@ impl Decoder {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             ended: false,
             failed: None,
+            held: Bytes::new(),
         }
     }
 
@@ -104,6 +120,83 @@ impl Decoder {
         result
     }
 
+    /// The next complete frame, lent until the next call, `Ok(None)` if more bytes are needed.
+    ///
+    /// Same frames, errors and sticky failure as [`next_frame`](Self::next_frame) (the two can
+    /// be mixed), but an uncompressed message inside one pushed chunk comes back as a slice
+    /// of that chunk: nothing is copied or reference-counted. A frame that straddles chunks
+    /// or was compressed is gathered once and lent from the decoder.
+    ///
+    /// ```
+    /// use cursor_transport::envelope::{Compression, Decoder, FrameRef};
+    ///
+    /// let mut decoder = Decoder::new(Compression::Identity);
+    /// decoder.push(&[0, 0, 0, 0, 2, b'h', b'i', 0, 0, 0, 0, 1]);
+    /// assert_eq!(decoder.next_frame_ref()?, Some(FrameRef::Message(b"hi")));
+    /// assert_eq!(decoder.next_frame_ref()?, None); // the second frame is incomplete
+    /// decoder.push(b"!");
+    /// assert_eq!(decoder.next_frame_ref()?, Some(FrameRef::Message(b"!")));
+    /// # Ok::<(), cursor_transport::envelope::EnvelopeError>(())
+    /// ```
+    #[inline]
+    pub fn next_frame_ref(&mut self) -> Result<Option<FrameRef<'_>>, EnvelopeError> {
+        self.release_consumed();
+        if let Some((start, end)) = self.lendable() {
+            self.buffered -= end - self.pos;
+            self.pos = end;
+            return Ok(Some(FrameRef::Message(&self.chunks[0][start..end])));
+        }
+        self.next_frame_ref_slow()
+    }
+
+    /// The payload range of the next frame when it is an uncompressed message wholly inside
+    /// the front chunk and no error or end has been seen: the path with nothing to check later.
+    #[inline(always)]
+    fn lendable(&self) -> Option<(usize, usize)> {
+        if self.ended || self.failed.is_some() {
+            return None;
+        }
+        let rest = self.chunks.front()?.get(self.pos..)?;
+        let &[0, a, b, c, d] = rest.first_chunk::<HEADER_LEN>()? else {
+            return None;
+        };
+        let declared = usize::try_from(u32::from_be_bytes([a, b, c, d])).ok()?;
+        if declared > self.max_message_size || rest.len() - HEADER_LEN < declared {
+            return None;
+        }
+        let start = self.pos + HEADER_LEN;
+        Some((start, start + declared))
+    }
+
+    #[cold]
+    fn next_frame_ref_slow(&mut self) -> Result<Option<FrameRef<'_>>, EnvelopeError> {
+        if !self.held.is_empty() {
+            self.held = Bytes::new();
+        }
+        Ok(match self.next_frame()? {
+            None => None,
+            Some(Frame::End(end)) => Some(FrameRef::End(end)),
+            Some(Frame::Message(payload)) => {
+                self.held = payload;
+                Some(FrameRef::Message(&self.held))
+            }
+        })
+    }
+
+    /// Drops the front chunk once it is wholly consumed. `next_frame_ref` leaves it in place
+    /// while its last payload is lent out.
+    #[inline(always)]
+    fn release_consumed(&mut self) {
+        if self
+            .chunks
+            .front()
+            .is_some_and(|front| front.len() == self.pos)
+        {
+            self.chunks.pop_front();
+            self.pos = 0;
+        }
+    }
+
     /// Declares the byte stream over: any buffered partial frame is an error.
     pub fn finish(&mut self) -> Result<(), EnvelopeError> {
         if let Some(err) = &self.failed {
@@ -112,6 +205,7 @@ impl Decoder {
         if self.buffered == 0 {
             return Ok(());
         }
+        self.release_consumed();
         let expected = match self.header() {
             Some(header) => HEADER_LEN.saturating_add(declared_len(&header)),
             None => HEADER_LEN,
@@ -149,6 +243,7 @@ impl Decoder {
     }
 
     fn decode_one(&mut self) -> Result<Option<Frame>, EnvelopeError> {
+        self.release_consumed();
         if self.buffered == 0 {
             return Ok(None);
         }
@@ -400,5 +495,90 @@ mod tests {
             Some(Frame::Message(Bytes::from(vec![9u8; 3000])))
         );
         assert_eq!(decoder.next_frame().unwrap(), None);
+    }
+
+    #[test]
+    fn lent_payload_is_a_slice_of_the_pushed_chunk() {
+        let mut wire = frame(0, b"one");
+        wire.extend(frame(0, b"two"));
+        let chunk = Bytes::from(wire);
+        let range = chunk.as_ptr_range();
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push_bytes(chunk);
+        for expected in [&b"one"[..], b"two"] {
+            let Some(FrameRef::Message(payload)) = decoder.next_frame_ref().unwrap() else {
+                panic!("expected a message")
+            };
+            assert_eq!(payload, expected);
+            assert!(range.contains(&payload.as_ptr()), "payload was copied");
+        }
+        assert_eq!(decoder.next_frame_ref(), Ok(None));
+        assert_eq!(decoder.buffered(), 0);
+        decoder.finish().unwrap();
+    }
+
+    #[test]
+    fn lent_decoding_gathers_straddling_frames_and_keeps_failures() {
+        let wire = frame(0, b"straddles");
+        let mut decoder = Decoder::new(Compression::Identity).with_max_message_size(20);
+        decoder.push(&wire[..7]);
+        assert_eq!(decoder.next_frame_ref(), Ok(None));
+        decoder.push(&wire[7..]);
+        assert_eq!(
+            decoder.next_frame_ref(),
+            Ok(Some(FrameRef::Message(b"straddles")))
+        );
+        decoder.push(&frame(0, &[0; 21]));
+        let refused = Err(EnvelopeError::FrameTooLarge {
+            declared: 21,
+            max: 20,
+        });
+        assert_eq!(decoder.next_frame_ref(), refused);
+        // Sticky on both drains, even once a valid frame follows.
+        decoder.push(&frame(0, b"ok"));
+        assert_eq!(decoder.next_frame_ref(), refused);
+        assert_eq!(
+            decoder.next_frame(),
+            refused.map(|_: Option<FrameRef<'_>>| None)
+        );
+    }
+
+    #[test]
+    fn lent_decoding_refuses_data_after_end_stream_and_finishes_cleanly() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        decoder.push(&frame(0, b"a"));
+        decoder.push(&frame(2, b"{}"));
+        assert_eq!(decoder.next_frame_ref(), Ok(Some(FrameRef::Message(b"a"))));
+        assert!(matches!(
+            decoder.next_frame_ref(),
+            Ok(Some(FrameRef::End(_)))
+        ));
+        decoder.finish().unwrap();
+        decoder.push(&frame(0, b"late"));
+        assert_eq!(
+            decoder.next_frame_ref(),
+            Err(EnvelopeError::DataAfterEndStream)
+        );
+    }
+
+    #[test]
+    fn finish_after_a_lent_frame_reports_the_partial_frame_behind_it() {
+        let mut decoder = Decoder::new(Compression::Identity);
+        let mut first = frame(0, b"done");
+        first.extend(&frame(0, b"partial")[..3]);
+        decoder.push(&first);
+        decoder.push(&[0]);
+        assert_eq!(
+            decoder.next_frame_ref(),
+            Ok(Some(FrameRef::Message(b"done")))
+        );
+        assert_eq!(decoder.next_frame_ref(), Ok(None));
+        assert_eq!(
+            decoder.finish(),
+            Err(EnvelopeError::TruncatedFrame {
+                buffered: 4,
+                expected: 5
+            })
+        );
     }
 }

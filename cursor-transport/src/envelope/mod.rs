@@ -30,7 +30,7 @@ mod error;
 
 pub use code::Code;
 pub use compression::Compression;
-pub use decoder::{Decoder, Frame};
+pub use decoder::{Decoder, Frame, FrameRef};
 pub use encoder::Encoder;
 pub use end_stream::{ConnectError, EndStream, ErrorDetail, Metadata};
 pub use error::EnvelopeError;
