@@ -12,7 +12,9 @@ use cpu_time::CpuTime;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cursor_proto::agent::v1::AgentServerMessage;
 use prost::Message as _;
-use stream::{FRAMES, Path, SEED, chunks, conversation, frame_only, messages, run_stream};
+use stream::{
+    FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages, run_stream,
+};
 
 #[path = "support/cpu_time.rs"]
 mod cpu_time;
@@ -37,6 +39,9 @@ fn mixed_stream(c: &mut Criterion<CpuTime>) {
     group.bench_function("envelope_only_100k", |b| {
         b.iter(|| black_box(frame_only(&chunks)));
     });
+    group.bench_function("envelope_owned_100k", |b| {
+        b.iter(|| black_box(frame_only_owned(&chunks)));
+    });
     group.bench_function("decode_only_prost_100k", |b| {
         b.iter(|| {
             for message in &messages {
@@ -47,7 +52,7 @@ fn mixed_stream(c: &mut Criterion<CpuTime>) {
     group.bench_function("decode_only_hot_100k", |b| {
         b.iter(|| {
             for message in &messages {
-                black_box(cursor_agent::fuzzing::hot_decode(message));
+                black_box(cursor_agent::fuzzing::hot_decode_view(message));
             }
         });
     });

@@ -1,11 +1,13 @@
 //! Allocations per frame of the `mixed_stream` bench's stream (`support/stream.rs`), counted by
-//! a global allocator: framing alone, the whole path with prost's decode, and the whole path
+//! a global allocator: framing alone (lent and owned payloads), the whole path with prost's decode, and the whole path
 //! with the hot decoder (whose only allocation per frame should be the event's own string).
 
 use std::hint::black_box;
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-use stream::{FRAMES, Path, SEED, chunks, conversation, frame_only, messages, run_stream};
+use stream::{
+    FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages, run_stream,
+};
 
 #[path = "support/stream.rs"]
 mod stream;
@@ -30,6 +32,7 @@ fn main() {
     let conversation = conversation();
     // One whole stream each (the Run's own setup included), per frame.
     allocations("envelope", || frame_only(&chunks));
+    allocations("envelope_owned", || frame_only_owned(&chunks));
     allocations("prost", || run_stream(&conversation, &chunks, Path::Prost));
     allocations("hot", || run_stream(&conversation, &chunks, Path::Bytes));
 }

@@ -201,10 +201,12 @@ pub fn hot_decoder(data: &[u8]) {
     }
 }
 
-/// The hot-path decoder on its own (for benches): the frame's message when the hot path
-/// decodes it, `None` when it would fall back to prost.
-pub fn hot_decode(data: &[u8]) -> Option<AgentServerMessage> {
-    crate::hot::decode(data)
+/// The hot-path decoder on its own (for benches), as `AgentRun` uses it: whether the frame
+/// decoded to a borrowed view (kept from the optimiser), `false` when prost would take it.
+pub fn hot_decode_view(data: &[u8]) -> bool {
+    crate::hot::decode_view(data)
+        .map(std::hint::black_box)
+        .is_some()
 }
 
 /// Plays `data` as a script of server frames, timeouts and host commands against a run, and

@@ -6,8 +6,10 @@
 //! copied only into the event's own string. Anything unusual (another arm, a repeated oneof
 //! field, a wire type prost would refuse, a group, a truncated field) returns `None` and the
 //! caller decodes the frame with prost, so errors and rare merges keep prost's exact semantics.
-//! The contract, checked by a property test and a fuzz target: whenever [`decode`] returns a
-//! message, prost decodes the same bytes to an equal message.
+//! [`decode_view`] lends what it found as a [`HotFrame`] borrowing the frame's bytes, so the
+//! text is copied only into the event's own string. The contract, checked by a property test
+//! and a fuzz target: whenever [`decode_view`] returns a frame, prost decodes the same bytes to
+//! the message [`HotFrame::into_message`] builds.
 
 use cursor_proto::agent::v1::{
     AgentServerMessage, GetBlobArgs, HeartbeatUpdate, InteractionUpdate, KvServerMessage,
@@ -22,58 +24,110 @@ const FIXED64: u8 = 1;
 const LEN: u8 = 2;
 const FIXED32: u8 = 5;
 
-/// The frame when it is one of the hot shapes, `None` to fall back to prost. A frame that
-/// only carries fields beside the oneof (`ttft_breakdown`) also falls back. The message is
-/// filled in place: moving these structs between levels cost more than reading the wire.
+/// A hot frame, borrowed from the frame's bytes: what `AgentRun` acts on without building
+/// the prost tree.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Hot<'a> {
+    /// `interaction_update.text_delta`.
+    Text(&'a str),
+    /// `interaction_update.thinking_delta`.
+    Thinking(&'a str),
+    /// `interaction_update.token_delta`.
+    Tokens(i32),
+    /// `interaction_update.heartbeat`.
+    Heartbeat,
+    /// An `interaction_update` with no arm set (only fields beside its oneof).
+    NoArm,
+    /// `interaction_update.turn_ended`.
+    TurnEnded(TurnEndedUpdate),
+    /// `kv_server_message`.
+    Kv(KvServerMessage),
+}
+
+/// One hot frame and the `interaction_update` field beside its oneof that prost keeps.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct HotFrame<'a> {
+    pub(crate) arm: Hot<'a>,
+    message_started_at_ms: Option<u64>,
+}
+
+impl HotFrame<'_> {
+    /// The message prost decodes from the same bytes (the contract the tests check).
+    pub(crate) fn into_message(self) -> AgentServerMessage {
+        let update = |message| {
+            Server::InteractionUpdate(InteractionUpdate {
+                message,
+                message_started_at_ms: self.message_started_at_ms,
+            })
+        };
+        let message = match self.arm {
+            Hot::Text(text) => update(Some(Update::TextDelta(TextDeltaUpdate {
+                text: text.to_owned(),
+            }))),
+            Hot::Thinking(text) => update(Some(Update::ThinkingDelta(ThinkingDeltaUpdate {
+                text: text.to_owned(),
+            }))),
+            Hot::Tokens(tokens) => update(Some(Update::TokenDelta(TokenDeltaUpdate { tokens }))),
+            Hot::Heartbeat => update(Some(Update::Heartbeat(HeartbeatUpdate {}))),
+            Hot::NoArm => update(None),
+            Hot::TurnEnded(ended) => update(Some(Update::TurnEnded(ended))),
+            Hot::Kv(kv) => Server::KvServerMessage(kv),
+        };
+        AgentServerMessage {
+            message: Some(message),
+            ..AgentServerMessage::default()
+        }
+    }
+}
+
+/// The frame as prost would decode it, when it is one of the hot shapes.
 pub(crate) fn decode(frame: &[u8]) -> Option<AgentServerMessage> {
+    decode_view(frame).map(HotFrame::into_message)
+}
+
+/// The frame when it is one of the hot shapes, `None` to fall back to prost. A frame that
+/// only carries fields beside the oneof (`ttft_breakdown`) also falls back.
+pub(crate) fn decode_view(frame: &[u8]) -> Option<HotFrame<'_>> {
     let mut reader = Reader(frame);
-    let mut out = AgentServerMessage::default();
+    let mut found = None;
     while !reader.0.is_empty() {
         let (field, wire) = reader.key()?;
         match (field, wire) {
-            (1, LEN) if out.message.is_none() => {
-                let body = reader.len_delimited()?;
-                let arm = out
-                    .message
-                    .insert(Server::InteractionUpdate(InteractionUpdate::default()));
-                let Server::InteractionUpdate(update) = arm else {
-                    return None;
-                };
-                fill_update(body, update)?;
-            }
-            (4, LEN) if out.message.is_none() => {
-                out.message = Some(Server::KvServerMessage(kv(reader.len_delimited()?)?));
+            (1, LEN) if found.is_none() => found = Some(update(reader.len_delimited()?)?),
+            (4, LEN) if found.is_none() => {
+                found = Some(HotFrame {
+                    arm: Hot::Kv(kv(reader.len_delimited()?)?),
+                    message_started_at_ms: None,
+                });
             }
             // Known fields: a repeated arm merges, the others are cold (prost decodes them).
             (1..=5 | 7 | 8, _) => return None,
             _ => reader.skip(wire)?,
         }
     }
-    out.message.is_some().then_some(out)
+    found
 }
 
-fn fill_update(body: &[u8], out: &mut InteractionUpdate) -> Option<()> {
+fn update(body: &[u8]) -> Option<HotFrame<'_>> {
     let mut reader = Reader(body);
+    let mut arm = None;
+    let mut message_started_at_ms = None;
     while !reader.0.is_empty() {
         let (field, wire) = reader.key()?;
-        if out.message.is_some() && matches!(field, 1..=22) {
+        if arm.is_some() && matches!(field, 1..=22) {
             return None;
         }
-        out.message = Some(match (field, wire) {
-            (1, LEN) => Update::TextDelta(TextDeltaUpdate {
-                text: text(reader.len_delimited()?)?,
-            }),
-            (4, LEN) => Update::ThinkingDelta(ThinkingDeltaUpdate {
-                text: text(reader.len_delimited()?)?,
-            }),
-            (8, LEN) => Update::TokenDelta(token_delta(reader.len_delimited()?)?),
+        arm = Some(match (field, wire) {
+            (1, LEN) => Hot::Text(text(reader.len_delimited()?)?),
+            (4, LEN) => Hot::Thinking(text(reader.len_delimited()?)?),
+            (8, LEN) => Hot::Tokens(token_delta(reader.len_delimited()?)?),
             (13, LEN) => {
                 Reader(reader.len_delimited()?).skip_all()?;
-                Update::Heartbeat(HeartbeatUpdate {})
+                Hot::Heartbeat
             }
-            (14, LEN) => Update::TurnEnded(turn_ended(reader.len_delimited()?)?),
+            (14, LEN) => Hot::TurnEnded(turn_ended(reader.len_delimited()?)?),
             (25, VARINT) => {
-                out.message_started_at_ms = Some(reader.varint()?);
+                message_started_at_ms = Some(reader.varint()?);
                 continue;
             }
             (1..=22 | 25, _) => return None,
@@ -83,11 +137,14 @@ fn fill_update(body: &[u8], out: &mut InteractionUpdate) -> Option<()> {
             }
         });
     }
-    Some(())
+    Some(HotFrame {
+        arm: arm.unwrap_or(Hot::NoArm),
+        message_started_at_ms,
+    })
 }
 
 /// `TextDeltaUpdate` / `ThinkingDeltaUpdate`: the last `text` wins, as in prost.
-fn text(body: &[u8]) -> Option<String> {
+fn text(body: &[u8]) -> Option<&str> {
     let mut reader = Reader(body);
     let mut text = "";
     while !reader.0.is_empty() {
@@ -97,21 +154,21 @@ fn text(body: &[u8]) -> Option<String> {
             (_, wire) => reader.skip(wire)?,
         }
     }
-    Some(text.to_owned())
+    Some(text)
 }
 
-fn token_delta(body: &[u8]) -> Option<TokenDeltaUpdate> {
+fn token_delta(body: &[u8]) -> Option<i32> {
     let mut reader = Reader(body);
-    let mut out = TokenDeltaUpdate::default();
+    let mut tokens = 0;
     while !reader.0.is_empty() {
         match reader.key()? {
             // int32 on the wire is a varint truncated to 32 bits.
-            (1, VARINT) => out.tokens = reader.varint()? as i32,
+            (1, VARINT) => tokens = reader.varint()? as i32,
             (1, _) => return None,
             (_, wire) => reader.skip(wire)?,
         }
     }
-    Some(out)
+    Some(tokens)
 }
 
 fn turn_ended(body: &[u8]) -> Option<TurnEndedUpdate> {

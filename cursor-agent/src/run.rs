@@ -15,6 +15,7 @@ use prost::Message as _;
 
 use crate::blobs::{BlobId, BlobStore};
 use crate::event::{ExecAudit, ExecOutcome, ResumePoint};
+use crate::hot::Hot;
 use crate::ids::IdSource;
 use crate::intent::Intent;
 use crate::policy::{Decision, ExecArm, Refusal, Row, decide};
@@ -322,8 +323,11 @@ impl AgentRun {
             return;
         }
         // The frequent arms skip prost's generic decode; it still decodes everything else.
-        if let Some(message) = crate::hot::decode(bytes) {
-            return self.handle_server_message(message, now);
+        if let Some(frame) = crate::hot::decode_view(bytes) {
+            if let Err(error) = self.on_hot(frame.arm, now) {
+                self.fail(error);
+            }
+            return;
         }
         match AgentServerMessage::decode(bytes) {
             Ok(message) => self.handle_server_message(message, now),
@@ -555,16 +559,10 @@ impl AgentRun {
 
     fn on_update(&mut self, update: Option<Update>, now: Instant) -> Result<(), AgentError> {
         match update {
-            Some(Update::TextDelta(delta)) => {
-                self.work(now);
-                self.emit(Event::TextDelta { text: delta.text })
-            }
-            Some(Update::ThinkingDelta(delta)) => {
-                self.work(now);
-                self.emit(Event::ThinkingDelta { text: delta.text })
-            }
+            Some(Update::TextDelta(delta)) => self.on_text(delta.text, now),
+            Some(Update::ThinkingDelta(delta)) => self.on_thinking(delta.text, now),
             Some(Update::TokenDelta(delta)) => {
-                self.output_tokens += u64::try_from(delta.tokens).unwrap_or(0);
+                self.on_tokens(delta.tokens);
                 Ok(())
             }
             Some(Update::TurnEnded(ended)) => {
@@ -575,6 +573,41 @@ impl AgentRun {
             // are explicitly not work.
             _ => Ok(()),
         }
+    }
+
+    /// The hot decoder's frames, handled exactly as `dispatch` handles their prost form.
+    fn on_hot(&mut self, frame: Hot<'_>, now: Instant) -> Result<(), AgentError> {
+        match frame {
+            Hot::Text(text) => self.on_text(text.to_owned(), now),
+            Hot::Thinking(text) => self.on_thinking(text.to_owned(), now),
+            Hot::Tokens(tokens) => {
+                self.on_tokens(tokens);
+                Ok(())
+            }
+            Hot::TurnEnded(ended) => {
+                self.on_turn_ended(ended);
+                Ok(())
+            }
+            Hot::Kv(kv) => {
+                self.work(now);
+                self.on_kv(kv)
+            }
+            Hot::Heartbeat | Hot::NoArm => Ok(()),
+        }
+    }
+
+    fn on_text(&mut self, text: String, now: Instant) -> Result<(), AgentError> {
+        self.work(now);
+        self.emit(Event::TextDelta { text })
+    }
+
+    fn on_thinking(&mut self, text: String, now: Instant) -> Result<(), AgentError> {
+        self.work(now);
+        self.emit(Event::ThinkingDelta { text })
+    }
+
+    fn on_tokens(&mut self, tokens: i32) {
+        self.output_tokens += u64::try_from(tokens).unwrap_or(0);
     }
 
     fn on_turn_ended(&mut self, ended: TurnEndedUpdate) {

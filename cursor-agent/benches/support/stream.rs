@@ -14,7 +14,7 @@ use cursor_proto::agent::v1::{
     interaction_update, kv_server_message,
 };
 use cursor_proto::ir::{Conversation, Message};
-use cursor_transport::envelope::{Compression, Decoder, Encoder, Frame};
+use cursor_transport::envelope::{Compression, Decoder, Encoder, Frame, FrameRef};
 use prost::Message as _;
 
 /// The seed every bench uses.
@@ -179,12 +179,12 @@ pub(crate) fn run_stream(conversation: &Conversation, chunks: &[Bytes], path: Pa
     let mut events = 0;
     for chunk in chunks {
         decoder.push_bytes(chunk.clone());
-        while let Some(frame) = decoder.next_frame().expect("valid stream") {
-            let Frame::Message(bytes) = frame else {
+        while let Some(frame) = decoder.next_frame_ref().expect("valid stream") {
+            let FrameRef::Message(bytes) = frame else {
                 break;
             };
             match path {
-                Path::Bytes => run.handle_server_bytes(&bytes, now),
+                Path::Bytes => run.handle_server_bytes(bytes, now),
                 Path::Prost => run.handle_server_message(
                     AgentServerMessage::decode(bytes).expect("valid frame"),
                     now,
@@ -206,8 +206,22 @@ pub(crate) fn run_stream(conversation: &Conversation, chunks: &[Bytes], path: Pa
     events
 }
 
-/// Envelope framing alone over the same chunks.
+/// Envelope framing alone over the same chunks, payloads lent (`next_frame_ref`).
 pub(crate) fn frame_only(chunks: &[Bytes]) -> usize {
+    let mut decoder = Decoder::new(Compression::Identity);
+    let mut bytes = 0;
+    for chunk in chunks {
+        decoder.push_bytes(chunk.clone());
+        while let Some(FrameRef::Message(payload)) = decoder.next_frame_ref().expect("valid stream")
+        {
+            bytes += black_box(payload).len();
+        }
+    }
+    bytes
+}
+
+/// Envelope framing alone, each payload an owned `Bytes` (`next_frame`).
+pub(crate) fn frame_only_owned(chunks: &[Bytes]) -> usize {
     let mut decoder = Decoder::new(Compression::Identity);
     let mut bytes = 0;
     for chunk in chunks {

@@ -355,3 +355,43 @@ fn overlong_varints_match_prost() {
     assert_eq!(decode(&frame(&eleven)), None);
     assert!(AgentServerMessage::decode(&frame(&eleven)[..]).is_err());
 }
+
+/// Everything a Run made observable: events and transmits in order, then its failure.
+fn drained(run: &mut crate::AgentRun) -> (Vec<crate::AgentEvent>, Vec<Vec<u8>>, Option<String>) {
+    let events = std::iter::from_fn(|| run.poll_event()).collect();
+    let transmits = std::iter::from_fn(|| run.poll_transmit().map(|b| b.to_vec())).collect();
+    (events, transmits, run.failure().map(ToString::to_string))
+}
+
+fn opened_run(now: std::time::Instant) -> crate::AgentRun {
+    use cursor_proto::ir::{Conversation, Message};
+    let config = crate::RunConfig::new("m", "file:///w", crate::IdSeed::fixed([3; 16]));
+    let conversation = Conversation::new("hot").with_message(Message::user_text("go"));
+    let mut run = crate::AgentRun::new(config, &conversation, now).expect("run opens");
+    drained(&mut run);
+    run
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `handle_server_bytes` (hot view where it applies) and `handle_server_message` (prost)
+    /// leave a Run in the same observable state after every frame of a random stream.
+    #[test]
+    fn a_run_fed_bytes_behaves_as_a_run_fed_prost_messages(frames in vec(frame(), 1..24)) {
+        let now = std::time::Instant::now();
+        let (mut by_bytes, mut by_message) = (opened_run(now), opened_run(now));
+        // A bare `turn_ended` last, so usage (token deltas included) always shows.
+        let turn_ended = vec![0x0a, 0x02, 0x72, 0x00];
+        for frame in frames.iter().chain([&turn_ended]) {
+            by_bytes.handle_server_bytes(frame, now);
+            match AgentServerMessage::decode(&frame[..]) {
+                Ok(message) => by_message.handle_server_message(message, now),
+                // Undecodable frames fail both (the bytes path reports the same decode error).
+                Err(_) => by_message.handle_server_bytes(frame, now),
+            }
+            prop_assert_eq!(drained(&mut by_bytes), drained(&mut by_message));
+            prop_assert_eq!(by_bytes.poll_timeout(), by_message.poll_timeout());
+        }
+    }
+}
