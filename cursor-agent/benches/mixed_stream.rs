@@ -1,7 +1,8 @@
 //! End to end cost per server frame on a realistic Run stream (`support/stream.rs`): envelope
 //! framing, protobuf decode, `AgentRun` and the event drain together; also framing alone,
-//! decode alone, and the whole path with prost's decode instead of the hot path. Goal (issue
-//! 12): <= 50 ns per frame. Times are the bench thread's CPU time (`support/cpu_time.rs`), so
+//! decode alone, the whole path with prost's decode instead of the hot path, and the whole
+//! path draining events once per 16 KiB chunk instead of once per frame (undrained deltas
+//! merge). Goal (issue 12): <= 50 ns per frame. Times are the bench thread's CPU time (`support/cpu_time.rs`), so
 //! other load on a shared machine does not inflate them. Allocations per frame are counted by
 //! the `mixed_stream_allocs` bench (a counting allocator would slow this one down).
 
@@ -13,7 +14,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cursor_proto::agent::v1::AgentServerMessage;
 use prost::Message as _;
 use stream::{
-    FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages, run_stream,
+    Drain, FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages,
+    run_stream,
 };
 
 #[path = "support/cpu_time.rs"]
@@ -27,10 +29,12 @@ fn mixed_stream(c: &mut Criterion<CpuTime>) {
     let chunks = chunks(&messages);
     let conversation = conversation();
     println!(
-        "mixed_stream: {FRAMES} frames, mean payload {:.1} B, {} chunks of 16 KiB, {} events",
+        "mixed_stream: {FRAMES} frames, mean payload {:.1} B, {} chunks of 16 KiB, {} events \
+         drained per frame, {} per chunk",
         payload as f64 / FRAMES as f64,
         chunks.len(),
-        run_stream(&conversation, &chunks, Path::Bytes),
+        run_stream(&conversation, &chunks, Path::Bytes, Drain::EveryFrame),
+        run_stream(&conversation, &chunks, Path::Bytes, Drain::EveryChunk),
     );
     let mut group = c.benchmark_group("mixed_stream");
     group.throughput(Throughput::Elements(FRAMES as u64));
@@ -57,10 +61,34 @@ fn mixed_stream(c: &mut Criterion<CpuTime>) {
         });
     });
     group.bench_function("envelope_prost_run_drain_100k", |b| {
-        b.iter(|| black_box(run_stream(&conversation, &chunks, Path::Prost)));
+        b.iter(|| {
+            black_box(run_stream(
+                &conversation,
+                &chunks,
+                Path::Prost,
+                Drain::EveryFrame,
+            ))
+        });
     });
     group.bench_function("envelope_decode_run_drain_100k", |b| {
-        b.iter(|| black_box(run_stream(&conversation, &chunks, Path::Bytes)));
+        b.iter(|| {
+            black_box(run_stream(
+                &conversation,
+                &chunks,
+                Path::Bytes,
+                Drain::EveryFrame,
+            ))
+        });
+    });
+    group.bench_function("envelope_decode_run_drain_per_chunk_100k", |b| {
+        b.iter(|| {
+            black_box(run_stream(
+                &conversation,
+                &chunks,
+                Path::Bytes,
+                Drain::EveryChunk,
+            ))
+        });
     });
     group.finish();
 }

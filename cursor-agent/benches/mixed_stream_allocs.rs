@@ -6,7 +6,8 @@ use std::hint::black_box;
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use stream::{
-    FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages, run_stream,
+    Drain, FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages,
+    run_stream,
 };
 
 #[path = "support/stream.rs"]
@@ -33,6 +34,13 @@ fn main() {
     // One whole stream each (the Run's own setup included), per frame.
     allocations("envelope", || frame_only(&chunks));
     allocations("envelope_owned", || frame_only_owned(&chunks));
-    allocations("prost", || run_stream(&conversation, &chunks, Path::Prost));
-    allocations("hot", || run_stream(&conversation, &chunks, Path::Bytes));
+    allocations("prost", || {
+        run_stream(&conversation, &chunks, Path::Prost, Drain::EveryFrame)
+    });
+    allocations("hot", || {
+        run_stream(&conversation, &chunks, Path::Bytes, Drain::EveryFrame)
+    });
+    allocations("hot_drain_per_chunk", || {
+        run_stream(&conversation, &chunks, Path::Bytes, Drain::EveryChunk)
+    });
 }

@@ -38,10 +38,11 @@ pub(crate) enum Hot<'a> {
     Heartbeat,
     /// An `interaction_update` with no arm set (only fields beside its oneof).
     NoArm,
-    /// `interaction_update.turn_ended`.
-    TurnEnded(TurnEndedUpdate),
+    /// `interaction_update.turn_ended` (boxed, like `Kv`: rare, and it would triple the size
+    /// of every frame the decoder returns).
+    TurnEnded(Box<TurnEndedUpdate>),
     /// `kv_server_message`.
-    Kv(KvServerMessage),
+    Kv(Box<KvServerMessage>),
 }
 
 /// One hot frame and the `interaction_update` field beside its oneof that prost keeps.
@@ -70,8 +71,8 @@ impl HotFrame<'_> {
             Hot::Tokens(tokens) => update(Some(Update::TokenDelta(TokenDeltaUpdate { tokens }))),
             Hot::Heartbeat => update(Some(Update::Heartbeat(HeartbeatUpdate {}))),
             Hot::NoArm => update(None),
-            Hot::TurnEnded(ended) => update(Some(Update::TurnEnded(ended))),
-            Hot::Kv(kv) => Server::KvServerMessage(kv),
+            Hot::TurnEnded(ended) => update(Some(Update::TurnEnded(*ended))),
+            Hot::Kv(kv) => Server::KvServerMessage(*kv),
         };
         AgentServerMessage {
             message: Some(message),
@@ -96,7 +97,7 @@ pub(crate) fn decode_view(frame: &[u8]) -> Option<HotFrame<'_>> {
             (1, LEN) if found.is_none() => found = Some(update(reader.len_delimited()?)?),
             (4, LEN) if found.is_none() => {
                 found = Some(HotFrame {
-                    arm: Hot::Kv(kv(reader.len_delimited()?)?),
+                    arm: Hot::Kv(Box::new(kv(reader.len_delimited()?)?)),
                     message_started_at_ms: None,
                 });
             }
@@ -125,7 +126,7 @@ fn update(body: &[u8]) -> Option<HotFrame<'_>> {
                 Reader(reader.len_delimited()?).skip_all()?;
                 Hot::Heartbeat
             }
-            (14, LEN) => Hot::TurnEnded(turn_ended(reader.len_delimited()?)?),
+            (14, LEN) => Hot::TurnEnded(Box::new(turn_ended(reader.len_delimited()?)?)),
             (25, VARINT) => {
                 message_started_at_ms = Some(reader.varint()?);
                 continue;

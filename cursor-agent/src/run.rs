@@ -25,6 +25,16 @@ use crate::translate::{self, Translation};
 use crate::{AgentError, AgentEvent, RunConfig, StreamOutcome, frames, interaction, mcp};
 use crate::{ranking, request, usage};
 
+/// Bytes reserved when a queued delta first grows by a merge (a few typical deltas).
+const MERGE_RESERVE: usize = 64;
+
+/// Which kind of streamed delta `emit_delta` queues.
+#[derive(Clone, Copy)]
+enum Delta {
+    Text,
+    Thinking,
+}
+
 /// The sans-IO state machine of one Run: no sockets, no runtime, no clock.
 ///
 /// Methods come in four groups (the quinn-proto shape):
@@ -282,6 +292,10 @@ impl AgentRun {
     }
 
     /// The next event for the host.
+    ///
+    /// Text and thinking deltas that arrive while the last queued event is an undrained delta
+    /// of the same kind are appended to it, so a host that drains less often gets fewer,
+    /// longer deltas carrying the same text in the same order.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<AgentEvent> {
         self.events.pop_front()
@@ -578,32 +592,72 @@ impl AgentRun {
     /// The hot decoder's frames, handled exactly as `dispatch` handles their prost form.
     fn on_hot(&mut self, frame: Hot<'_>, now: Instant) -> Result<(), AgentError> {
         match frame {
-            Hot::Text(text) => self.on_text(text.to_owned(), now),
-            Hot::Thinking(text) => self.on_thinking(text.to_owned(), now),
+            Hot::Text(text) => self.on_text(text, now),
+            Hot::Thinking(text) => self.on_thinking(text, now),
             Hot::Tokens(tokens) => {
                 self.on_tokens(tokens);
                 Ok(())
             }
             Hot::TurnEnded(ended) => {
-                self.on_turn_ended(ended);
+                self.on_turn_ended(*ended);
                 Ok(())
             }
             Hot::Kv(kv) => {
                 self.work(now);
-                self.on_kv(kv)
+                self.on_kv(*kv)
             }
             Hot::Heartbeat | Hot::NoArm => Ok(()),
         }
     }
 
-    fn on_text(&mut self, text: String, now: Instant) -> Result<(), AgentError> {
+    fn on_text<T: AsRef<str> + Into<String>>(
+        &mut self,
+        text: T,
+        now: Instant,
+    ) -> Result<(), AgentError> {
         self.work(now);
-        self.emit(Event::TextDelta { text })
+        self.emit_delta(Delta::Text, text)
     }
 
-    fn on_thinking(&mut self, text: String, now: Instant) -> Result<(), AgentError> {
+    fn on_thinking<T: AsRef<str> + Into<String>>(
+        &mut self,
+        text: T,
+        now: Instant,
+    ) -> Result<(), AgentError> {
         self.work(now);
-        self.emit(Event::ThinkingDelta { text })
+        self.emit_delta(Delta::Thinking, text)
+    }
+
+    /// A text or thinking delta. When the host has not yet drained a delta of the same kind
+    /// queued last, this one is appended to it: a host draining after every frame sees every
+    /// delta, one that drains later sees fewer, longer deltas with the same text, and no
+    /// string is allocated per frame. Deltas parked while the host runs tools stay one per
+    /// frame (their count is what `max_deferred_events` bounds).
+    fn emit_delta<T: AsRef<str> + Into<String>>(
+        &mut self,
+        kind: Delta,
+        text: T,
+    ) -> Result<(), AgentError> {
+        if self.phase != Phase::AwaitingTools {
+            match (kind, self.events.back_mut()) {
+                (Delta::Text, Some(AgentEvent::Ir(Event::TextDelta { text: queued })))
+                | (Delta::Thinking, Some(AgentEvent::Ir(Event::ThinkingDelta { text: queued }))) => {
+                    // Room for a few more deltas at once: merges come in runs.
+                    let text = text.as_ref();
+                    if queued.capacity() - queued.len() < text.len() {
+                        queued.reserve(text.len().max(MERGE_RESERVE));
+                    }
+                    queued.push_str(text);
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        let text = text.into();
+        self.emit(match kind {
+            Delta::Text => Event::TextDelta { text },
+            Delta::Thinking => Event::ThinkingDelta { text },
+        })
     }
 
     fn on_tokens(&mut self, tokens: i32) {

@@ -12,6 +12,7 @@ use cursor_proto::agent::v1::{
     interaction_update::Message as Update,
 };
 use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, StopReason, ToolResult, Usage};
+use prost::Message as _;
 use serde_json::json;
 
 fn usage_of(events: &[Event]) -> Usage {
@@ -272,4 +273,64 @@ fn interaction_queries_follow_the_whitelist() {
         last_error(&h.ir_events()).map(|e| e.kind),
         Some(ErrorKind::ProtocolDrift)
     );
+}
+
+#[test]
+fn undrained_deltas_of_one_kind_merge_in_order_and_drained_ones_stay_apart() {
+    let delta = |update: Update| {
+        AgentServerMessage {
+            message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+                message: Some(update),
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    let text = |t: &str| delta(Update::TextDelta(w::TextDeltaUpdate { text: t.into() }));
+    let thinking = |t: &str| {
+        delta(Update::ThinkingDelta(w::ThinkingDeltaUpdate {
+            text: t.into(),
+        }))
+    };
+    let frames = [
+        text("Hel"),
+        text("lo, "),
+        thinking("hm"),
+        thinking("m"),
+        text("wörld"),
+    ];
+
+    // Fed without draining (the bytes path and the prost path alike): merged per run of a kind.
+    let mut h = Harness::new();
+    for (i, frame) in frames.iter().enumerate() {
+        if i % 2 == 0 {
+            h.run.handle_server_bytes(frame, h.now);
+        } else {
+            let message = AgentServerMessage::decode(&frame[..]).expect("valid");
+            h.run.handle_server_message(message, h.now);
+        }
+    }
+    h.drain();
+    assert_eq!(
+        h.ir_events(),
+        [
+            Event::TextDelta {
+                text: "Hello, ".into()
+            },
+            Event::ThinkingDelta { text: "hmm".into() },
+            Event::TextDelta {
+                text: "wörld".into()
+            },
+        ]
+    );
+
+    // Drained after every frame: one event per delta.
+    let mut h = Harness::new();
+    for frame in &frames {
+        h.run.handle_server_bytes(frame, h.now);
+        h.drain();
+    }
+    let texts: Vec<Event> = h.ir_events();
+    assert_eq!(texts.len(), 5, "{texts:?}");
 }

@@ -165,8 +165,23 @@ pub(crate) enum Path {
     Prost,
 }
 
+/// When the loop hands the Run's events to the host.
+#[derive(Clone, Copy)]
+pub(crate) enum Drain {
+    /// After every frame: each delta is its own event (the latency discipline).
+    EveryFrame,
+    /// After every pushed 16 KiB chunk: deltas that arrived together merge (the throughput
+    /// discipline of a host that reads events when it gets to them).
+    EveryChunk,
+}
+
 /// One whole stream through a fresh Run, as a driver would run it. Returns the events seen.
-pub(crate) fn run_stream(conversation: &Conversation, chunks: &[Bytes], path: Path) -> usize {
+pub(crate) fn run_stream(
+    conversation: &Conversation,
+    chunks: &[Bytes],
+    path: Path,
+    drain: Drain,
+) -> usize {
     let now = Instant::now();
     let mut run = AgentRun::new(
         RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16])),
@@ -177,6 +192,15 @@ pub(crate) fn run_stream(conversation: &Conversation, chunks: &[Bytes], path: Pa
     while run.poll_transmit().is_some() {}
     let mut decoder = Decoder::new(Compression::Identity);
     let mut events = 0;
+    let mut drain_run = |run: &mut AgentRun| {
+        while let Some(event) = run.poll_event() {
+            black_box(&event);
+            events += 1;
+        }
+        while let Some(frame) = run.poll_transmit() {
+            black_box(frame);
+        }
+    };
     for chunk in chunks {
         decoder.push_bytes(chunk.clone());
         while let Some(frame) = decoder.next_frame_ref().expect("valid stream") {
@@ -190,14 +214,11 @@ pub(crate) fn run_stream(conversation: &Conversation, chunks: &[Bytes], path: Pa
                     now,
                 ),
             }
-            while let Some(event) = run.poll_event() {
-                black_box(&event);
-                events += 1;
-            }
-            while let Some(frame) = run.poll_transmit() {
-                black_box(frame);
+            if let Drain::EveryFrame = drain {
+                drain_run(&mut run);
             }
         }
+        drain_run(&mut run);
     }
     assert!(
         run.is_finished() && run.failure().is_none(),
