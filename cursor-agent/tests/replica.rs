@@ -157,3 +157,49 @@ async fn other_methods_are_unimplemented() {
     assert_eq!(error.code(), Some(Code::Unimplemented));
     assert!(replica.runs().is_empty());
 }
+
+/// The driver handles every frame already received before forwarding events, so a burst of
+/// deltas (one DATA frame) reaches the host as one delta with all the text, in order.
+#[tokio::test]
+async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text() {
+    let replica = Replica::start().await.unwrap();
+    let text = |text: String| AgentServerMessage {
+        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+            message: Some(Update::TextDelta(w::TextDeltaUpdate { text })),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let words: Vec<String> = (0..40).map(|i| format!("w{i} ")).collect();
+    let mut burst: Vec<AgentServerMessage> = words.iter().cloned().map(text).collect();
+    burst.push(AgentServerMessage {
+        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+            message: Some(Update::TurnEnded(w::TurnEndedUpdate::default())),
+            ..Default::default()
+        })),
+        ..Default::default()
+    });
+    replica.script(Script::Burst(burst));
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    let (_handle, mut events, task) = driver::open(
+        Transport::new().unwrap(),
+        replica.origin(),
+        RequestHeaders::new(),
+        RunConfig::new(
+            "composer-2.5",
+            "file:///work",
+            cursor_agent::IdSeed::fixed([1; 16]),
+        ),
+        &conversation,
+    )
+    .unwrap();
+    let task = tokio::spawn(task);
+    let mut deltas = Vec::new();
+    while let Some(event) = tokio::time::timeout(WAIT, events.recv()).await.unwrap() {
+        if let AgentEvent::Ir(Event::TextDelta { text }) = event {
+            deltas.push(text);
+        }
+    }
+    task.await.unwrap();
+    assert_eq!(deltas, [words.concat()]);
+}

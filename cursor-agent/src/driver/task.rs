@@ -10,6 +10,7 @@ use cursor_proto::ir::{Event, StopReason};
 use cursor_transport::client::AGENT_RUN_PATH;
 use cursor_transport::envelope::Code;
 use cursor_transport::{BidiCall, Client, CursorError, Origin, RequestHeaders};
+use futures::FutureExt as _;
 use tokio::sync::mpsc;
 
 use super::handle::Command;
@@ -18,6 +19,8 @@ use crate::{AgentEvent, AgentRun, StreamOutcome};
 
 /// How long a cleanly finished run waits for the server to end the stream before resetting it.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// Frames handled per wake-up at most before events are forwarded and commands looked at.
+const MAX_BURST: usize = 64;
 
 /// The future that drives one Run; it resolves to the finished [`AgentRun`].
 ///
@@ -124,21 +127,47 @@ impl Loop {
             tokio::select! {
                 biased;
                 command = self.commands.recv(), if self.commands_open => self.apply(command),
-                message = call.recv() => match message {
-                    Ok(Some(bytes)) => self.run.handle_server_bytes(&bytes, now()),
-                    Ok(None) => {
-                        self.run.handle_end_of_stream(StreamOutcome::Ok, now());
-                        self.forward();
+                message = call.recv() => {
+                    if !self.receive(message) {
                         return false;
                     }
-                    Err(error) => {
-                        self.run.handle_end_of_stream(outcome_of(&error), now());
-                        self.forward();
-                        return false;
+                    // Frames already received go in before the events go out, so deltas
+                    // that arrived together reach the host as one (bounded, so commands and
+                    // timers stay prompt). `recv` is cancel-safe once the head is in.
+                    for _ in 1..MAX_BURST {
+                        if self.run.is_finished() {
+                            break;
+                        }
+                        let Some(message) = call.recv().now_or_never() else {
+                            break;
+                        };
+                        if !self.receive(message) {
+                            return false;
+                        }
                     }
-                },
+                }
                 () = sleep_until(deadline) => self.run.handle_timeout(now()),
                 () = self.events.closed(), if self.listening => self.stop_listening(),
+            }
+        }
+    }
+
+    /// One receive's outcome into the run; false when the server side ended.
+    fn receive(&mut self, message: Result<Option<impl AsRef<[u8]>>, CursorError>) -> bool {
+        match message {
+            Ok(Some(bytes)) => {
+                self.run.handle_server_bytes(bytes.as_ref(), now());
+                true
+            }
+            Ok(None) => {
+                self.run.handle_end_of_stream(StreamOutcome::Ok, now());
+                self.forward();
+                false
+            }
+            Err(error) => {
+                self.run.handle_end_of_stream(outcome_of(&error), now());
+                self.forward();
+                false
             }
         }
     }

@@ -182,6 +182,14 @@ impl Exchange<'_> {
                 }
                 return self.scripted();
             }
+            Script::Burst(frames) => {
+                let encoded: Vec<Vec<u8>> = frames.iter().map(|f| f.encode_to_vec()).collect();
+                self.call
+                    .send_batch(encoded.iter().map(Vec::as_slice))
+                    .await
+                    .map_err(Stop::gone)?;
+                return self.scripted();
+            }
             Script::Silent => {
                 self.record.outcome = "silent".into();
                 return Ok(End::HoldOpen(HoldOpen::Forever));

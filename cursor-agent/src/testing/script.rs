@@ -19,6 +19,9 @@ pub enum Script {
     NotFound,
     /// Send exactly these frames after the run request, then end the stream successfully.
     Frames(Vec<AgentServerMessage>),
+    /// Like `Frames`, but all of them in one write (one DATA frame when they fit), the way a
+    /// server that batches its output sends them.
+    Burst(Vec<AgentServerMessage>),
     /// Read the run request and then send nothing, keeping the stream open until the client
     /// gives up.
     Silent,

@@ -170,6 +170,20 @@ impl ServerCall {
         self.send_raw(frame).await
     }
 
+    /// Sends several message frames in one write, so they arrive in one DATA frame (as a
+    /// server that batches its output sends them).
+    pub async fn send_batch<'m>(
+        &mut self,
+        messages: impl IntoIterator<Item = &'m [u8]>,
+    ) -> Result<(), ServerError> {
+        let encoder = Encoder::new(self.compression);
+        let mut batch = BytesMut::new();
+        for message in messages {
+            encoder.encode(message, &mut batch)?;
+        }
+        self.send_raw(batch.freeze()).await
+    }
+
     /// Serializes and sends one protobuf message.
     pub async fn send_message<M: prost::Message>(
         &mut self,
