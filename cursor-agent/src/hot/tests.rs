@@ -395,3 +395,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn bare_deltas_of_every_one_byte_length_match_prost_and_longer_ones_still_do() {
+    for len in 0..200 {
+        let text: String = "é".repeat(len / 2) + &"a".repeat(len % 2);
+        for thinking in [false, true] {
+            let update = if thinking {
+                Update::ThinkingDelta(ThinkingDeltaUpdate { text: text.clone() })
+            } else {
+                Update::TextDelta(TextDeltaUpdate { text: text.clone() })
+            };
+            let message = AgentServerMessage {
+                message: Some(Server::InteractionUpdate(InteractionUpdate {
+                    message: Some(update),
+                    message_started_at_ms: None,
+                })),
+                ttft_breakdown: None,
+            };
+            let frame = message.encode_to_vec();
+            // proto3 leaves an empty text out, so that frame has another shape.
+            let bare = !text.is_empty() && text.len() + 4 < 0x80;
+            assert_eq!(bare_delta(&frame).is_some(), bare, "{len}");
+            assert_eq!(decode(&frame), Some(message), "{len} {thinking}");
+        }
+    }
+    // Same shape, broken text or lengths: the fast path declines and the answer is prost's.
+    for frame in [
+        &[0x0a, 0x05, 0x0a, 0x03, 0x0a, 0x01, 0xff][..],
+        &[0x0a, 0x05, 0x0a, 0x03, 0x0a, 0x02, b'a'],
+        &[0x0a, 0x06, 0x0a, 0x03, 0x0a, 0x01, b'a'],
+    ] {
+        assert_eq!(bare_delta(frame), None);
+        assert_eq!(decode(frame), None, "{frame:?}");
+    }
+}
