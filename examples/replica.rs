@@ -204,6 +204,9 @@ async fn forward(port: u16, inner: u16) -> Result<u16, BoxError> {
         while let Ok((mut outer, _)) = listener.accept().await {
             tokio::spawn(async move {
                 if let Ok(mut inner) = TcpStream::connect(target).await {
+                    // Relayed small frames must not wait for delayed ACKs (see TestServer).
+                    let _ = outer.set_nodelay(true);
+                    let _ = inner.set_nodelay(true);
                     let _ = tokio::io::copy_bidirectional(&mut outer, &mut inner).await;
                 }
             });
