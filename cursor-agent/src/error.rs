@@ -18,7 +18,7 @@ pub enum AgentError {
         what: String,
     },
     /// No work frame arrived in time (heartbeats do not count as work).
-    #[error("no progress from Cursor for {}s ({})", waited.as_secs(), if *first_frame { "waiting for the first frame" } else { "between frames" })]
+    #[error("no progress from Cursor for {waited:?} ({})", if *first_frame { "waiting for the first frame" } else { "between frames" })]
     Idle {
         /// The timeout that expired.
         waited: Duration,

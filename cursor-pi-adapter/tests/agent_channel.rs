@@ -387,3 +387,39 @@ async fn a_resume_the_backend_forgot_is_rebuilt_once_within_the_same_turn() {
 fn no_inference() -> Arc<dyn cursor_pi_adapter::provider::Channel> {
     unreachable!("the agent choice never builds the inference channel")
 }
+
+/// `CURSOR_PROVIDER_FIRST_TOKEN_MS` reaches every session's Runs: a silent server fails the
+/// turn after the configured wait, not the 30 s default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configured_first_token_timeout_ends_a_silent_turn() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::Silent);
+    let env = cursor_pi_adapter::provider::PiEnv::from_lookup(|name| {
+        (name == cursor_pi_adapter::provider::FIRST_TOKEN_MS_ENV).then(|| "400".into())
+    });
+    let channel = AgentChannel::new(
+        Client::new().unwrap(),
+        replica.origin(),
+        CatalogStore::from_static().catalog().clone(),
+        "file:///work",
+        Sessions::new(),
+        tokio_spawner(),
+    )
+    .with_timers(env.timers().unwrap());
+    let provider = Provider::select(Ok(ChannelKind::Agent), || Arc::new(channel), no_inference);
+    let started = std::time::Instant::now();
+    let events = turn(
+        &provider,
+        &context(vec![user("ping")]),
+        AbortSignal::never(),
+    )
+    .await;
+    let text = last(&events)["error"]["errorMessage"].as_str().unwrap();
+    assert!(text.contains("no progress from Cursor for 400ms"), "{text}");
+    assert!(text.contains("waiting for the first frame"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cursor_agent::session::{AgentSession, DebugSink, JsonLinesFile, ModelChoice, TokenSource};
-use cursor_agent::{AgentEvent, HandleStore};
+use cursor_agent::{AgentEvent, HandleStore, Timers};
 use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
 use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, Warning};
 use cursor_transport::{Client, Origin};
@@ -93,6 +93,7 @@ pub struct AgentChannel {
     oauth: Option<CursorOAuth>,
     resend_mcp_on_resume: bool,
     debug: Option<Arc<dyn DebugSink>>,
+    timers: Timers,
 }
 
 impl fmt::Debug for AgentChannel {
@@ -130,6 +131,7 @@ impl AgentChannel {
             oauth: None,
             resend_mcp_on_resume: false,
             debug: None,
+            timers: Timers::default(),
         }
     }
 
@@ -156,6 +158,14 @@ impl AgentChannel {
         self
     }
 
+    /// The Run timers of every session (`CURSOR_PROVIDER_IDLE_MS`,
+    /// `CURSOR_PROVIDER_FIRST_TOKEN_MS`: [`PiEnv::timers`]).
+    #[must_use]
+    pub fn with_timers(mut self, timers: Timers) -> Self {
+        self.timers = timers;
+        self
+    }
+
     /// Re-sends `mcp_tools` on every resume (`CURSOR_PROVIDER_RESEND_MCP_ON_RESUME=1`).
     #[must_use]
     pub fn with_resend_mcp_on_resume(mut self, resend: bool) -> Self {
@@ -168,12 +178,14 @@ impl AgentChannel {
     /// default), the current directory as the workspace, resume handles in the profile's
     /// handle directory (`CURSOR_PROVIDER_HANDLE_DIR`, else under `$HOME`), and
     /// `CURSOR_PROVIDER_RESEND_MCP_ON_RESUME`, and debug records with `CURSOR_PROVIDER_DEBUG=1`
-    /// ([`PiEnv::debug_file`]). A 401 is answered by one token refresh against
-    /// the API origin ([`api_origin_from_env`]).
+    /// ([`PiEnv::debug_file`]), and the timeouts of `CURSOR_PROVIDER_IDLE_MS` and
+    /// `CURSOR_PROVIDER_FIRST_TOKEN_MS` ([`PiEnv::timers`]). A 401 is answered by one token
+    /// refresh against the API origin ([`api_origin_from_env`]).
     ///
     /// # Errors
     ///
-    /// An agent or API origin off the allowlist.
+    /// An agent or API origin off the allowlist, or a timeout that is not a whole number of
+    /// milliseconds between 1 and one hour.
     pub fn from_env(
         client: Client,
         store: &CatalogStore,
@@ -181,6 +193,7 @@ impl AgentChannel {
         spawn: Spawner,
     ) -> Result<Self, ErrorInfo> {
         let env = PiEnv::from_env();
+        let timers = env.timers()?;
         let origin = store
             .agent_origin(env.agent_origin.as_deref())
             .map_err(ErrorInfo::from)?
@@ -199,7 +212,8 @@ impl AgentChannel {
             spawn,
         )
         .with_token_refresh(oauth)
-        .with_resend_mcp_on_resume(env.resend_mcp_on_resume);
+        .with_resend_mcp_on_resume(env.resend_mcp_on_resume)
+        .with_timers(timers);
         let channel = match (&env.debug_file, env.debug) {
             (Some(file), true) => channel.with_debug(Arc::new(JsonLinesFile::new(file))),
             _ => channel,
@@ -238,6 +252,7 @@ impl AgentChannel {
                     .profile(pi_profile())
                     .workspace_uri(self.workspace_uri.clone())
                     .resend_mcp_on_resume(self.resend_mcp_on_resume)
+                    .timers(self.timers)
                     .spawner(Arc::clone(&self.spawn));
             if let Some(sink) = &self.debug {
                 builder = builder.debug(Arc::clone(sink));

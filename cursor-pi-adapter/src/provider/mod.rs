@@ -98,7 +98,10 @@ pub use headless::{ACCESS_TOKEN_ENV, HeadlessTokens, REFRESH_TOKEN_ENV};
 pub use inference::InferenceChannel;
 pub use models::{pi_model, pi_models};
 pub use orchestrator::Provider;
-pub use profile::{AGENT_ORIGIN_ENV, DEBUG_ENV, HANDLE_DIR_ENV, PiEnv, RESEND_MCP_ENV, pi_profile};
+pub use profile::{
+    AGENT_ORIGIN_ENV, DEBUG_ENV, FIRST_TOKEN_MS_ENV, HANDLE_DIR_ENV, IDLE_MS_ENV, PiEnv,
+    RESEND_MCP_ENV, pi_profile,
+};
 pub use turn::{Turn, TurnOptions};
 pub use unavailable::UnavailableChannel;
 pub use usage::{account_usage, usage_text, usage_token};

@@ -3,8 +3,10 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use cursor_agent::HostProfile;
+use cursor_agent::{HostProfile, MAX_TIMER, Timers};
+use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 
 /// Where resume handles live, overriding the default under `$HOME`.
 pub const HANDLE_DIR_ENV: &str = "CURSOR_PROVIDER_HANDLE_DIR";
@@ -14,6 +16,11 @@ pub const RESEND_MCP_ENV: &str = "CURSOR_PROVIDER_RESEND_MCP_ON_RESUME";
 pub const DEBUG_ENV: &str = "CURSOR_PROVIDER_DEBUG";
 /// An allowlisted agent origin replacing the discovered one.
 pub const AGENT_ORIGIN_ENV: &str = "CURSOR_PROVIDER_AGENT_ORIGIN";
+/// Milliseconds a turn may go without a work frame before it fails (PROTOCOL-AGENT §1;
+/// default 120 000). Heartbeats are not work.
+pub const IDLE_MS_ENV: &str = "CURSOR_PROVIDER_IDLE_MS";
+/// Milliseconds a leg may wait for its first work frame (PROTOCOL-AGENT §1; default 30 000).
+pub const FIRST_TOKEN_MS_ENV: &str = "CURSOR_PROVIDER_FIRST_TOKEN_MS";
 
 /// The provider's environment switches (PROTOCOL-AGENT §5.1, §10).
 #[non_exhaustive]
@@ -31,6 +38,11 @@ pub struct PiEnv {
     pub debug_file: Option<PathBuf>,
     /// [`AGENT_ORIGIN_ENV`], trimmed; empty counts as unset.
     pub agent_origin: Option<String>,
+    /// [`IDLE_MS_ENV`] as written, trimmed; empty counts as unset. [`timers`](Self::timers)
+    /// parses it.
+    pub idle_ms: Option<String>,
+    /// [`FIRST_TOKEN_MS_ENV`] as written, trimmed; empty counts as unset.
+    pub first_token_ms: Option<String>,
 }
 
 impl PiEnv {
@@ -52,16 +64,47 @@ impl PiEnv {
         let debug_file = base
             .or_else(|| handle_dir.clone())
             .map(|dir| dir.join("debug.jsonl"));
-        let agent_origin = lookup(AGENT_ORIGIN_ENV)
-            .map(|v| v.to_string_lossy().trim().to_owned())
-            .filter(|v| !v.is_empty());
+        let text = |name: &str| {
+            lookup(name)
+                .map(|v| v.to_string_lossy().trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         Self {
             handle_dir,
             resend_mcp_on_resume: set(RESEND_MCP_ENV),
             debug: set(DEBUG_ENV),
             debug_file,
-            agent_origin,
+            agent_origin: text(AGENT_ORIGIN_ENV),
+            idle_ms: text(IDLE_MS_ENV),
+            first_token_ms: text(FIRST_TOKEN_MS_ENV),
         }
+    }
+
+    /// The Run timers: cursor-agent's defaults with [`IDLE_MS_ENV`] and [`FIRST_TOKEN_MS_ENV`]
+    /// applied. The client heartbeats (15 s, exec 3 s) are lowered to half the shorter of the
+    /// two timeouts when that is less, so they keep beating inside the silences they guard.
+    ///
+    /// # Errors
+    ///
+    /// A local error naming the variable when a value is not a whole number of milliseconds
+    /// between 1 and one hour.
+    pub fn timers(&self) -> Result<Timers, ErrorInfo> {
+        let mut timers = Timers::default();
+        if let Some(idle) = millis(IDLE_MS_ENV, self.idle_ms.as_deref())? {
+            timers.idle_timeout = idle;
+        }
+        if let Some(first) = millis(FIRST_TOKEN_MS_ENV, self.first_token_ms.as_deref())? {
+            timers.first_frame_timeout = first;
+        }
+        let half = timers.idle_timeout.min(timers.first_frame_timeout) / 2;
+        timers.heartbeat_interval = timers.heartbeat_interval.min(half);
+        timers.exec_heartbeat_interval = timers.exec_heartbeat_interval.min(half);
+        timers.validate().map_err(|error| {
+            timer_error(format!(
+                "{IDLE_MS_ENV} and {FIRST_TOKEN_MS_ENV} give invalid timers: {error}"
+            ))
+        })?;
+        Ok(timers)
     }
 
     /// pi's host profile with these switches applied.
@@ -72,6 +115,32 @@ impl PiEnv {
             None => profile,
         }
     }
+}
+
+/// A timeout in whole milliseconds, `None` when unset.
+fn millis(name: &str, raw: Option<&str>) -> Result<Option<Duration>, ErrorInfo> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let max = MAX_TIMER.as_millis();
+    match raw.parse::<u64>() {
+        Ok(ms) if ms > 0 && u128::from(ms) <= max => Ok(Some(Duration::from_millis(ms))),
+        _ => Err(timer_error(format!(
+            "{name}={raw} is not a whole number of milliseconds between 1 and {max}"
+        ))),
+    }
+}
+
+fn timer_error(message: String) -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorKind::Local,
+        message,
+        NextStep::fix_config(format!(
+            "set {IDLE_MS_ENV} and {FIRST_TOKEN_MS_ENV} to milliseconds between 1 and {} \
+             (or unset them for 120000 and 30000)",
+            MAX_TIMER.as_millis()
+        )),
+    )
 }
 
 /// pi as Cursor and the model see it: client name `pi`, tools under the MCP provider `pi`
@@ -112,6 +181,52 @@ mod tests {
                 "/home/u/.config/pi/agent/cursor-provider/debug.jsonl"
             ))
         );
+    }
+
+    fn env_with(pairs: &'static [(&'static str, &'static str)]) -> PiEnv {
+        PiEnv::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).into())
+        })
+    }
+
+    #[test]
+    fn timeouts_come_from_the_environment_and_pull_the_heartbeats_inside_them() {
+        assert_eq!(env_with(&[]).timers(), Ok(Timers::default()));
+        let timers = env_with(&[(IDLE_MS_ENV, " 90000 "), (FIRST_TOKEN_MS_ENV, "4000")])
+            .timers()
+            .unwrap();
+        assert_eq!(timers.idle_timeout, Duration::from_secs(90));
+        assert_eq!(timers.first_frame_timeout, Duration::from_secs(4));
+        assert_eq!(timers.heartbeat_interval, Duration::from_secs(2));
+        assert_eq!(timers.exec_heartbeat_interval, Duration::from_secs(2));
+        let long = env_with(&[(IDLE_MS_ENV, "3600000")]).timers().unwrap();
+        assert_eq!(long.heartbeat_interval, Duration::from_secs(15));
+    }
+
+    #[test]
+    fn bad_timeouts_are_a_local_error_naming_the_variable_and_the_fix() {
+        for (name, value) in [
+            (IDLE_MS_ENV, "abc"),
+            (IDLE_MS_ENV, "0"),
+            (FIRST_TOKEN_MS_ENV, "3600001"),
+            (FIRST_TOKEN_MS_ENV, "-5"),
+            (FIRST_TOKEN_MS_ENV, "1.5"),
+        ] {
+            let pairs: &'static [(&str, &str)] = Box::leak(Box::new([(name, value)]));
+            let error = env_with(pairs).timers().unwrap_err();
+            assert_eq!(error.kind, ErrorKind::Local);
+            assert!(
+                error.message.contains(&format!("{name}={value}")),
+                "{error:?}"
+            );
+            assert!(
+                matches!(&error.next_step, NextStep::FixConfig { detail } if detail.contains(name)),
+                "{error:?}"
+            );
+        }
     }
 
     #[test]
