@@ -573,8 +573,8 @@ impl AgentRun {
 
     fn on_update(&mut self, update: Option<Update>, now: Instant) -> Result<(), AgentError> {
         match update {
-            Some(Update::TextDelta(delta)) => self.on_text(delta.text, now),
-            Some(Update::ThinkingDelta(delta)) => self.on_thinking(delta.text, now),
+            Some(Update::TextDelta(delta)) => self.on_delta(Delta::Text, delta.text, now),
+            Some(Update::ThinkingDelta(delta)) => self.on_delta(Delta::Thinking, delta.text, now),
             Some(Update::TokenDelta(delta)) => {
                 self.on_tokens(delta.tokens);
                 Ok(())
@@ -592,8 +592,8 @@ impl AgentRun {
     /// The hot decoder's frames, handled exactly as `dispatch` handles their prost form.
     fn on_hot(&mut self, frame: Hot<'_>, now: Instant) -> Result<(), AgentError> {
         match frame {
-            Hot::Text(text) => self.on_text(text, now),
-            Hot::Thinking(text) => self.on_thinking(text, now),
+            Hot::Text(text) => self.on_delta(Delta::Text, text, now),
+            Hot::Thinking(text) => self.on_delta(Delta::Thinking, text, now),
             Hot::Tokens(tokens) => {
                 self.on_tokens(tokens);
                 Ok(())
@@ -610,22 +610,15 @@ impl AgentRun {
         }
     }
 
-    fn on_text<T: AsRef<str> + Into<String>>(
+    /// A text or thinking delta: work (the idle watchdog restarts), then queued.
+    fn on_delta<T: AsRef<str> + Into<String>>(
         &mut self,
+        kind: Delta,
         text: T,
         now: Instant,
     ) -> Result<(), AgentError> {
         self.work(now);
-        self.emit_delta(Delta::Text, text)
-    }
-
-    fn on_thinking<T: AsRef<str> + Into<String>>(
-        &mut self,
-        text: T,
-        now: Instant,
-    ) -> Result<(), AgentError> {
-        self.work(now);
-        self.emit_delta(Delta::Thinking, text)
+        self.emit_delta(kind, text)
     }
 
     /// A text or thinking delta. When the host has not yet drained a delta of the same kind

@@ -105,27 +105,7 @@ async fn scripted_frames_reach_the_client_verbatim_and_every_record_reaches_the_
         })),
         update(Update::TurnEnded(w::TurnEndedUpdate::default())),
     ]));
-    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
-    let (_handle, mut events, task) = driver::open(
-        Transport::new().unwrap(),
-        replica.origin(),
-        RequestHeaders::new(),
-        RunConfig::new(
-            "composer-2.5",
-            "file:///work",
-            cursor_agent::IdSeed::fixed([1; 16]),
-        ),
-        &conversation,
-    )
-    .unwrap();
-    let task = tokio::spawn(task);
-    let mut ir = Vec::new();
-    while let Some(event) = tokio::time::timeout(WAIT, events.recv()).await.unwrap() {
-        if let AgentEvent::Ir(event) = event {
-            ir.push(event);
-        }
-    }
-    task.await.unwrap();
+    let ir = ping(&replica).await;
     assert_eq!(ir[0], Event::ThinkingDelta { text: "hmm".into() });
     assert_eq!(
         ir[1],
@@ -180,6 +160,19 @@ async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text(
         ..Default::default()
     });
     replica.script(Script::Burst(burst));
+    let deltas: Vec<String> = ping(&replica)
+        .await
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::TextDelta { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, [words.concat()]);
+}
+
+/// One driver Run of the user text `ping` against `replica`: the host events it produced.
+async fn ping(replica: &cursor_agent::testing::ReplicaServer) -> Vec<Event> {
     let conversation = Conversation::new("").with_message(Message::user_text("ping"));
     let (_handle, mut events, task) = driver::open(
         Transport::new().unwrap(),
@@ -194,12 +187,12 @@ async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text(
     )
     .unwrap();
     let task = tokio::spawn(task);
-    let mut deltas = Vec::new();
+    let mut ir = Vec::new();
     while let Some(event) = tokio::time::timeout(WAIT, events.recv()).await.unwrap() {
-        if let AgentEvent::Ir(Event::TextDelta { text }) = event {
-            deltas.push(text);
+        if let AgentEvent::Ir(event) = event {
+            ir.push(event);
         }
     }
     task.await.unwrap();
-    assert_eq!(deltas, [words.concat()]);
+    ir
 }

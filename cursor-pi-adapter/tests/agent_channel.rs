@@ -246,15 +246,22 @@ fn assistant(text: &str) -> Value {
 
 /// A provider on `replica` as a new process would build it: fresh sessions, the shared store.
 fn process(replica: &ReplicaServer, store: &HandleStore) -> Provider {
-    let channel = AgentChannel::new(
+    provider_with(replica, |channel| channel.with_handle_store(store.clone()))
+}
+
+/// A provider on `replica` with fresh sessions and the channel `configure` returns.
+fn provider_with(
+    replica: &ReplicaServer,
+    configure: impl FnOnce(AgentChannel) -> AgentChannel,
+) -> Provider {
+    let channel = configure(AgentChannel::new(
         Client::new().unwrap(),
         replica.origin(),
         CatalogStore::from_static().catalog().clone(),
         "file:///work",
         Sessions::new(),
         tokio_spawner(),
-    )
-    .with_handle_store(store.clone());
+    ));
     Provider::select(Ok(ChannelKind::Agent), || Arc::new(channel), no_inference)
 }
 
@@ -397,16 +404,9 @@ async fn the_configured_first_token_timeout_ends_a_silent_turn() {
     let env = cursor_pi_adapter::provider::PiEnv::from_lookup(|name| {
         (name == cursor_pi_adapter::provider::FIRST_TOKEN_MS_ENV).then(|| "400".into())
     });
-    let channel = AgentChannel::new(
-        Client::new().unwrap(),
-        replica.origin(),
-        CatalogStore::from_static().catalog().clone(),
-        "file:///work",
-        Sessions::new(),
-        tokio_spawner(),
-    )
-    .with_timers(env.timers().unwrap());
-    let provider = Provider::select(Ok(ChannelKind::Agent), || Arc::new(channel), no_inference);
+    let provider = provider_with(&replica, |channel| {
+        channel.with_timers(env.timers().unwrap())
+    });
     let started = std::time::Instant::now();
     let events = turn(
         &provider,

@@ -69,6 +69,19 @@ fn decode_with(
     Ok(frames)
 }
 
+/// `messages` framed with `compression`, then `end` when given.
+fn wire_of(messages: &[Vec<u8>], compression: Compression, end: Option<&EndStream>) -> BytesMut {
+    let encoder = Encoder::new(compression);
+    let mut wire = BytesMut::new();
+    for message in messages {
+        encoder.encode(message, &mut wire).unwrap();
+    }
+    if let Some(end) = end {
+        encoder.encode_end_stream(end, &mut wire).unwrap();
+    }
+    wire
+}
+
 proptest! {
     #[test]
     fn messages_round_trip_under_any_chunking(
@@ -77,15 +90,8 @@ proptest! {
         compression in compression(),
         with_end in any::<bool>(),
     ) {
-        let encoder = Encoder::new(compression);
-        let mut wire = BytesMut::new();
-        for message in &messages {
-            encoder.encode(message, &mut wire).unwrap();
-        }
         let end = EndStream::from_error(ConnectError::new(Code::Internal, "boom"));
-        if with_end {
-            encoder.encode_end_stream(&end, &mut wire).unwrap();
-        }
+        let wire = wire_of(&messages, compression, with_end.then_some(&end));
         let frames = decode_chunked(&wire, &cuts, compression).unwrap();
         let mut expected: Vec<Frame> = messages.into_iter().map(|m| Frame::Message(Bytes::from(m))).collect();
         if with_end {
@@ -124,14 +130,7 @@ proptest! {
         compression in compression(),
         with_end in any::<bool>(),
     ) {
-        let encoder = Encoder::new(compression);
-        let mut wire = BytesMut::new();
-        for message in &messages {
-            encoder.encode(message, &mut wire).unwrap();
-        }
-        if with_end {
-            encoder.encode_end_stream(&EndStream::default(), &mut wire).unwrap();
-        }
+        let wire = wire_of(&messages, compression, with_end.then_some(&EndStream::default()));
         let owned = decode_with(&wire, &cuts, compression, Drain::Owned);
         prop_assert!(owned.is_ok());
         prop_assert_eq!(&decode_with(&wire, &cuts, compression, Drain::Lent), &owned);
