@@ -6,10 +6,9 @@
 //! copied only into the event's own string. Anything unusual (another arm, a repeated oneof
 //! field, a wire type prost would refuse, a group, a truncated field) returns `None` and the
 //! caller decodes the frame with prost, so errors and rare merges keep prost's exact semantics.
-//! [`decode_view`] lends what it found as a [`HotFrame`] borrowing the frame's bytes, so the
-//! text is copied only into the event's own string. The contract, checked by a property test
-//! and a fuzz target: whenever [`decode_view`] returns a frame, prost decodes the same bytes to
-//! the message [`HotFrame::into_message`] builds.
+//! [`decode_view`] lends what it found as a [`HotFrame`] borrowing the frame's bytes. The
+//! contract, checked by a property test and a fuzz target: whenever [`decode_view`] returns a
+//! frame, prost decodes the same bytes to the message [`HotFrame::into_message`] builds.
 
 use cursor_proto::agent::v1::{
     AgentServerMessage, GetBlobArgs, HeartbeatUpdate, InteractionUpdate, KvServerMessage,
