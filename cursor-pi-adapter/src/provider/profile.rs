@@ -183,7 +183,7 @@ mod tests {
         );
     }
 
-    fn env_with(pairs: &'static [(&'static str, &'static str)]) -> PiEnv {
+    fn env_with(pairs: &[(&str, &str)]) -> PiEnv {
         PiEnv::from_lookup(|name| {
             pairs
                 .iter()
@@ -215,8 +215,7 @@ mod tests {
             (FIRST_TOKEN_MS_ENV, "-5"),
             (FIRST_TOKEN_MS_ENV, "1.5"),
         ] {
-            let pairs: &'static [(&str, &str)] = Box::leak(Box::new([(name, value)]));
-            let error = env_with(pairs).timers().unwrap_err();
+            let error = env_with(&[(name, value)]).timers().unwrap_err();
             assert_eq!(error.kind, ErrorKind::Local);
             assert!(
                 error.message.contains(&format!("{name}={value}")),
