@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
+use cursor_transport::CursorError;
+use cursor_transport::envelope::Code;
 
 /// Why a Run failed, or why the host's request to it was refused.
 ///
@@ -207,6 +209,14 @@ pub enum StreamOutcome {
     /// The server answered Connect `not_found`: the remote conversation is gone. On a resumed
     /// Run this is a stale resume ([`AgentError::StaleResume`]); otherwise like [`Self::Err`].
     NotFound(ErrorInfo),
+}
+
+/// How the transport's failure ends the stream for the run.
+pub(crate) fn outcome_of(error: &CursorError) -> StreamOutcome {
+    match error.code() {
+        Some(Code::NotFound) => StreamOutcome::NotFound(error.to_info()),
+        _ => StreamOutcome::Err(error.to_info()),
+    }
 }
 
 #[cfg(test)]

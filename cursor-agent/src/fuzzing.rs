@@ -209,6 +209,102 @@ pub fn hot_decode_view(data: &[u8]) -> bool {
         .is_some()
 }
 
+/// Feeds `data[1..]` as a response body, cut into chunks whose sizes cycle from `data[0]`, to
+/// one Run through [`AgentRun::handle_server_data`] and to another frame by frame (an envelope
+/// `Decoder`, then [`AgentRun::handle_server_bytes`] and the end-of-stream outcome), and panics
+/// when they differ after any chunk: events (adjacent deltas merged), transmits, failure or
+/// next deadline.
+pub fn body_data(data: &[u8]) {
+    use bytes::Bytes;
+    use cursor_transport::CursorError;
+    use cursor_transport::envelope::{Compression, Decoder, Frame};
+    let Some((&seed, wire)) = data.split_first() else {
+        return;
+    };
+    let now = Instant::now();
+    let conversation = Conversation::new("fuzz").with_message(Message::user_text("go"));
+    let open = || {
+        let config = RunConfig::new("m", "file:///w", crate::IdSeed::fixed([3; 16]));
+        let mut run = AgentRun::new(config, &conversation, now).expect("the run opens");
+        while run.poll_transmit().is_some() {}
+        while run.poll_event().is_some() {}
+        run
+    };
+    let (mut by_data, mut by_frames) = (open(), open());
+    let mut decoder = Decoder::new(Compression::Identity);
+    let wire = Bytes::copy_from_slice(wire);
+    let (mut seen_data, mut seen_frames) = (Vec::new(), Vec::new());
+    let mut at = 0;
+    let mut step = usize::from(seed) + 1;
+    while at < wire.len() {
+        let chunk = wire.slice(at..wire.len().min(at + step));
+        at += chunk.len();
+        step = step * 7 % 251 + 1;
+        by_data.handle_server_data(chunk.clone(), now);
+        decoder.push_bytes(chunk);
+        while !by_frames.is_finished() {
+            match decoder.next_frame() {
+                Ok(None) => break,
+                Ok(Some(Frame::Message(frame))) => by_frames.handle_server_bytes(&frame, now),
+                Ok(Some(Frame::End(end))) => {
+                    let outcome = match end.error {
+                        None => StreamOutcome::Ok,
+                        Some(error) => crate::error::outcome_of(&CursorError::connect(error, None)),
+                    };
+                    by_frames.handle_end_of_stream(outcome, now);
+                }
+                Err(error) => {
+                    let outcome = crate::error::outcome_of(&CursorError::from(error));
+                    by_frames.handle_end_of_stream(outcome, now);
+                }
+            }
+        }
+        seen_data.extend(std::iter::from_fn(|| by_data.poll_event()));
+        seen_frames.extend(std::iter::from_fn(|| by_frames.poll_event()));
+        assert_eq!(
+            merged_deltas(&seen_data),
+            merged_deltas(&seen_frames),
+            "events differ"
+        );
+        let transmits =
+            |run: &mut AgentRun| std::iter::from_fn(|| run.poll_transmit()).collect::<Vec<_>>();
+        assert_eq!(
+            transmits(&mut by_data),
+            transmits(&mut by_frames),
+            "transmits differ"
+        );
+        assert_eq!(
+            by_data.failure().map(ToString::to_string),
+            by_frames.failure().map(ToString::to_string),
+            "failures differ"
+        );
+        assert_eq!(
+            by_data.poll_timeout(),
+            by_frames.poll_timeout(),
+            "deadlines differ"
+        );
+    }
+}
+
+/// `events` with adjacent deltas of one kind merged: what a host sees however often it drains.
+pub(crate) fn merged_deltas(events: &[AgentEvent]) -> Vec<AgentEvent> {
+    let mut out: Vec<AgentEvent> = Vec::new();
+    for event in events {
+        match (out.last_mut(), event) {
+            (
+                Some(AgentEvent::Ir(Event::TextDelta { text: last })),
+                AgentEvent::Ir(Event::TextDelta { text }),
+            )
+            | (
+                Some(AgentEvent::Ir(Event::ThinkingDelta { text: last })),
+                AgentEvent::Ir(Event::ThinkingDelta { text }),
+            ) => last.push_str(text),
+            _ => out.push(event.clone()),
+        }
+    }
+    out
+}
+
 /// Plays `data` as a script of server frames, timeouts and host commands against a run, and
 /// panics if the run sends anything the policy forbids, grows without bound, or panics itself.
 pub fn fuzz_one(data: &[u8]) {

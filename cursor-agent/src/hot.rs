@@ -10,6 +10,7 @@
 //! contract, checked by a property test and a fuzz target: whenever [`decode_view`] returns a
 //! frame, prost decodes the same bytes to the message [`HotFrame::into_message`] builds.
 
+use crate::event_queue::Delta;
 use cursor_proto::agent::v1::{
     AgentServerMessage, GetBlobArgs, HeartbeatUpdate, InteractionUpdate, KvServerMessage,
     SetBlobArgs, TextDeltaUpdate, ThinkingDeltaUpdate, TokenDeltaUpdate, TurnEndedUpdate,
@@ -88,9 +89,20 @@ pub(crate) fn decode(frame: &[u8]) -> Option<AgentServerMessage> {
 /// The frame when it is one of the hot shapes, `None` to fall back to prost. A frame that
 /// only carries fields beside the oneof (`ttft_breakdown`) also falls back.
 pub(crate) fn decode_view(frame: &[u8]) -> Option<HotFrame<'_>> {
-    if let Some(frame) = bare_delta(frame) {
-        return Some(frame);
+    if let Some((kind, text)) = bare_delta(frame) {
+        return Some(HotFrame {
+            arm: match kind {
+                Delta::Text => Hot::Text(text),
+                Delta::Thinking => Hot::Thinking(text),
+            },
+            message_started_at_ms: None,
+        });
     }
+    decode_general(frame)
+}
+
+/// [`decode_view`] past its [`bare_delta`] fast path.
+pub(crate) fn decode_general(frame: &[u8]) -> Option<HotFrame<'_>> {
     let mut reader = Reader(frame);
     let mut found = None;
     while !reader.0.is_empty() {
@@ -112,10 +124,19 @@ pub(crate) fn decode_view(frame: &[u8]) -> Option<HotFrame<'_>> {
 }
 
 /// The commonest frame, byte for byte: a text (arm key `0x0a`) or thinking (`0x22`) delta with
-/// nothing else set and every length in one byte. The general reader gives the same answer;
-/// this only skips its loops.
+/// nothing else set, every length in one byte and valid UTF-8. The general reader gives the
+/// same answer; this only skips its loops.
 #[inline(always)]
-fn bare_delta(frame: &[u8]) -> Option<HotFrame<'_>> {
+pub(crate) fn bare_delta(frame: &[u8]) -> Option<(Delta, &str)> {
+    let (kind, text) = bare_delta_bytes(frame)?;
+    Some((kind, std::str::from_utf8(text).ok()?))
+}
+
+/// [`bare_delta`]'s shape, its text not yet validated (a [`TextWindow`] may know it is valid).
+///
+/// [`TextWindow`]: crate::text_window::TextWindow
+#[inline(always)]
+pub(crate) fn bare_delta_bytes(frame: &[u8]) -> Option<(Delta, &[u8])> {
     let &[
         0x0a,
         outer,
@@ -135,15 +156,12 @@ fn bare_delta(frame: &[u8]) -> Option<HotFrame<'_>> {
     if usize::from(middle) != len + 2 || usize::from(inner) != len {
         return None;
     }
-    let text = std::str::from_utf8(text).ok()?;
-    Some(HotFrame {
-        arm: if arm == 0x0a {
-            Hot::Text(text)
-        } else {
-            Hot::Thinking(text)
-        },
-        message_started_at_ms: None,
-    })
+    let kind = if arm == 0x0a {
+        Delta::Text
+    } else {
+        Delta::Thinking
+    };
+    Some((kind, text))
 }
 
 fn update(body: &[u8]) -> Option<HotFrame<'_>> {

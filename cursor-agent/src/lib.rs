@@ -107,6 +107,7 @@ mod blobs;
 mod config;
 mod error;
 mod event;
+mod event_queue;
 mod frames;
 mod hot;
 mod ids;
@@ -122,6 +123,7 @@ mod resume;
 mod root_prompt;
 mod run;
 mod shell;
+mod text_window;
 mod translate;
 mod usage;
 

@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use bytes::Bytes;
 use cursor_proto::agent::v1::{
     self as wire, AgentClientMessage, AgentServerMessage, McpArgs, McpToolDefinition,
     TurnEndedUpdate, agent_server_message::Message as Server,
@@ -11,29 +12,24 @@ use cursor_proto::agent::v1::{
 use cursor_proto::ir::{
     Conversation, ErrorInfo, Event, StopReason, Tool, ToolCall, ToolResult, Usage,
 };
+use cursor_transport::CursorError;
+use cursor_transport::envelope::{Compression, Decoder, FrameRef};
 use prost::Message as _;
 
 use crate::blobs::{BlobId, BlobStore};
+use crate::error::outcome_of;
 use crate::event::{ExecAudit, ExecOutcome, ResumePoint};
+use crate::event_queue::{Delta, EventQueue};
 use crate::hot::Hot;
 use crate::ids::IdSource;
 use crate::intent::Intent;
 use crate::policy::{Decision, ExecArm, Refusal, Row, decide};
 use crate::redirect::Redirector;
 use crate::resume::ResumeSeed;
+use crate::text_window::TextWindow;
 use crate::translate::{self, Translation};
 use crate::{AgentError, AgentEvent, RunConfig, StreamOutcome, frames, interaction, mcp};
 use crate::{ranking, request, usage};
-
-/// Bytes reserved when a queued delta first grows by a merge (a few typical deltas).
-const MERGE_RESERVE: usize = 64;
-
-/// Which kind of streamed delta `emit_delta` queues.
-#[derive(Clone, Copy)]
-enum Delta {
-    Text,
-    Thinking,
-}
 
 /// The sans-IO state machine of one Run: no sockets, no runtime, no clock.
 ///
@@ -64,7 +60,7 @@ pub struct AgentRun {
     live_tools: Vec<Tool>,
     definitions: Vec<McpToolDefinition>,
     transmits: VecDeque<AgentClientMessage>,
-    events: VecDeque<AgentEvent>,
+    events: EventQueue,
     /// Host events that arrive while the host runs tools; released with the next leg.
     deferred: VecDeque<Event>,
     phase: Phase,
@@ -90,6 +86,8 @@ pub struct AgentRun {
     raw_state: Option<Vec<u8>>,
     /// Why the run failed, typed, so callers can tell a stale resume from other failures.
     failure: Option<AgentError>,
+    /// The response body's Connect envelopes, for [`handle_server_data`](Self::handle_server_data).
+    body: Decoder,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,10 +100,26 @@ enum Phase {
     Finished,
 }
 
+/// The idle watchdog: armed at `since` (the last work, or a leg's start). Its deadline is
+/// computed when polled, so marking work on every frame is one store.
 #[derive(Clone, Copy, Debug)]
 struct WorkDeadline {
-    at: Instant,
+    since: Instant,
     first_frame: bool,
+}
+
+impl WorkDeadline {
+    fn waits(self, timers: &crate::Timers) -> std::time::Duration {
+        if self.first_frame {
+            timers.first_frame_timeout
+        } else {
+            timers.idle_timeout
+        }
+    }
+
+    fn at(self, timers: &crate::Timers) -> Instant {
+        self.since + self.waits(timers)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -172,13 +186,13 @@ impl AgentRun {
         transmits.push_back(frames::client(
             wire::agent_client_message::Message::RunRequest(opening.request),
         ));
-        let mut events = VecDeque::new();
+        let mut events = EventQueue::default();
         if reset {
-            events.push_back(AgentEvent::Ir(Event::Reset));
+            events.push(AgentEvent::Ir(Event::Reset));
         }
         Ok(Self {
             work_deadline: Some(WorkDeadline {
-                at: now + config.timers.first_frame_timeout,
+                since: now,
                 first_frame: true,
             }),
             heartbeat_at: Some(now + config.timers.heartbeat_interval),
@@ -206,6 +220,7 @@ impl AgentRun {
             exec_heartbeat_at: None,
             raw_state: opening.raw_state,
             failure: None,
+            body: Decoder::new(Compression::Identity),
         })
     }
 
@@ -298,7 +313,7 @@ impl AgentRun {
     /// longer deltas carrying the same text in the same order.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<AgentEvent> {
-        self.events.pop_front()
+        self.events.pop()
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must be called next; `None` once finished.
@@ -310,7 +325,7 @@ impl AgentRun {
         let debounce = self.debounce_at.filter(|_| self.phase == Phase::Streaming);
         [
             debounce,
-            self.work_deadline.map(|d| d.at),
+            self.work_deadline.map(|d| d.at(&self.config.timers)),
             self.heartbeat_at,
             self.exec_heartbeat_at,
         ]
@@ -336,8 +351,20 @@ impl AgentRun {
         if self.phase == Phase::Finished {
             return;
         }
-        // The frequent arms skip prost's generic decode; it still decodes everything else.
-        if let Some(frame) = crate::hot::decode_view(bytes) {
+        // The commonest frame, a bare text or thinking delta, is matched byte for byte here
+        // (inlined); the other frequent arms skip prost's generic decode; prost decodes the rest.
+        if let Some((kind, text)) = crate::hot::bare_delta(bytes)
+            && self.phase == Phase::Streaming
+        {
+            // What `on_delta` does while streaming, without its layers.
+            self.work_deadline = Some(WorkDeadline {
+                since: now,
+                first_frame: false,
+            });
+            self.events.push_delta(kind, text);
+            return;
+        }
+        if let Some(frame) = crate::hot::decode_general(bytes) {
             if let Err(error) = self.on_hot(frame.arm, now) {
                 self.fail(error);
             }
@@ -347,6 +374,89 @@ impl AgentRun {
             Ok(message) => self.handle_server_message(message, now),
             Err(error) => self.fail(error.into()),
         }
+    }
+
+    /// The response head, for [`handle_server_data`]: the body's `connect-content-encoding`
+    /// (compressed frames are inflated with it) and the largest message to accept. Call it
+    /// before the body's first bytes; without it frames must be uncompressed and at most
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE).
+    ///
+    /// [`handle_server_data`]: Self::handle_server_data
+    pub fn handle_response_head(&mut self, compression: Compression, max_message_size: usize) {
+        self.body = Decoder::new(compression).with_max_message_size(max_message_size);
+    }
+
+    /// Bytes of the response body as they arrive, in any chunking (HTTP/2 DATA frames as
+    /// they come): the Run takes the Connect envelopes apart itself, handles every whole
+    /// frame, and ends the stream at the end-of-stream frame as
+    /// [`handle_end_of_stream`](Self::handle_end_of_stream) would with the outcome it carries.
+    ///
+    /// This is the fast way in: deltas inside one chunk are sliced out of it as text that was
+    /// validated once for the whole chunk, with SIMD. Feed a Run either body bytes or frames
+    /// ([`handle_server_bytes`](Self::handle_server_bytes),
+    /// [`handle_server_message`](Self::handle_server_message)), not both. A malformed
+    /// envelope fails the Run as protocol drift. When the body ends, call
+    /// `handle_end_of_stream` with how it ended (a no-op after the end-of-stream frame).
+    ///
+    /// ```
+    /// # use cursor_agent::{AgentRun, RunConfig, IdSeed};
+    /// # use cursor_proto::ir::{Conversation, Message};
+    /// use cursor_transport::envelope::{Compression, Encoder};
+    /// # let now = std::time::Instant::now();
+    /// # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1; 16]));
+    /// # let conversation = Conversation::new("c").with_message(Message::user_text("hi"));
+    /// let mut run = AgentRun::new(config, &conversation, now)?;
+    /// // interaction_update.text_delta "hi", enveloped, arriving in two pieces.
+    /// let wire = Encoder::new(Compression::Identity).encode_to_bytes(&[0x0a, 6, 0x0a, 4, 0x0a, 2, b'h', b'i'])?;
+    /// run.handle_server_data(wire.slice(..3), now);
+    /// run.handle_server_data(wire.slice(3..), now);
+    /// let texts: Vec<_> = std::iter::from_fn(|| run.poll_event()).collect();
+    /// assert!(format!("{texts:?}").contains("TextDelta { text: \"hi\" }"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn handle_server_data(&mut self, data: Bytes, now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        // The decoder leaves `self` while its frames are lent, so handlers can borrow `self`.
+        let mut body = std::mem::replace(&mut self.body, Decoder::new(Compression::Identity));
+        body.push_bytes(data.clone());
+        let mut window = TextWindow::new(&data);
+        while self.phase != Phase::Finished {
+            match body.next_frame_ref() {
+                Ok(None) => break,
+                Ok(Some(FrameRef::Message(frame))) => self.on_frame(frame, &mut window, now),
+                Ok(Some(FrameRef::End(end))) => {
+                    let outcome = match end.error {
+                        None => StreamOutcome::Ok,
+                        Some(error) => outcome_of(&CursorError::connect(error, None)),
+                    };
+                    self.handle_end_of_stream(outcome, now);
+                }
+                Err(error) => {
+                    self.handle_end_of_stream(outcome_of(&CursorError::from(error)), now);
+                }
+            }
+        }
+        self.body = body;
+    }
+
+    /// One whole frame of [`handle_server_data`](Self::handle_server_data): a bare delta whose
+    /// text the chunk's window knows is valid goes straight to the queue.
+    #[inline]
+    fn on_frame(&mut self, frame: &[u8], window: &mut TextWindow<'_>, now: Instant) {
+        if let Some((kind, text)) = crate::hot::bare_delta_bytes(frame)
+            && self.phase == Phase::Streaming
+            && let Some(text) = window.str_of(text)
+        {
+            self.work_deadline = Some(WorkDeadline {
+                since: now,
+                first_frame: false,
+            });
+            self.events.push_delta(kind, text);
+            return;
+        }
+        self.handle_server_bytes(frame, now);
     }
 
     /// The server side of the stream ended. Before `turn_ended` that is a failure: the
@@ -376,15 +486,10 @@ impl AgentRun {
         {
             self.yield_tool_use();
         }
-        if let Some(deadline) = self.work_deadline.filter(|d| now >= d.at) {
-            let timers = &self.config.timers;
-            let waited = if deadline.first_frame {
-                timers.first_frame_timeout
-            } else {
-                timers.idle_timeout
-            };
+        let timers = &self.config.timers;
+        if let Some(deadline) = self.work_deadline.filter(|d| now >= d.at(timers)) {
             self.fail(AgentError::Idle {
-                waited,
+                waited: deadline.waits(timers),
                 first_frame: deadline.first_frame,
             });
             return;
@@ -428,7 +533,7 @@ impl AgentRun {
                 .parked_failure
                 .take()
                 .ok_or(AgentError::NotAwaitingTools)?;
-            self.events.push_back(AgentEvent::Ir(Event::Error(info)));
+            self.events.push(AgentEvent::Ir(Event::Error(info)));
             return Ok(());
         }
         if self.phase != Phase::AwaitingTools {
@@ -496,11 +601,12 @@ impl AgentRun {
         self.output_tokens = 0;
         self.server_usage = None;
         self.work_deadline = Some(WorkDeadline {
-            at: now + self.config.timers.first_frame_timeout,
+            since: now,
             first_frame: true,
         });
-        self.events
-            .extend(self.deferred.drain(..).map(AgentEvent::Ir));
+        for event in self.deferred.drain(..) {
+            self.events.push(AgentEvent::Ir(event));
+        }
         if !self.pending.is_empty() {
             self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
         } else if std::mem::take(&mut self.ended_while_parked) {
@@ -523,7 +629,7 @@ impl AgentRun {
         }
         self.transmits.clear();
         self.deferred.clear();
-        self.events.push_back(AgentEvent::Ir(Event::Aborted));
+        self.events.push(AgentEvent::Ir(Event::Aborted));
         self.phase = Phase::Finished;
     }
 
@@ -543,7 +649,7 @@ impl AgentRun {
             }
             Some(Server::ConversationCheckpointUpdate(bytes)) => {
                 self.checkpoint = Some(bytes.clone());
-                self.events.push_back(AgentEvent::Checkpoint(bytes));
+                self.events.push(AgentEvent::Checkpoint(bytes));
                 Ok(())
             }
             Some(Server::KvServerMessage(kv)) => {
@@ -562,10 +668,11 @@ impl AgentRun {
     }
 
     /// A work frame arrived: the idle watchdog restarts (heartbeats never call this).
+    #[inline]
     fn work(&mut self, now: Instant) {
         if self.phase == Phase::Streaming {
             self.work_deadline = Some(WorkDeadline {
-                at: now + self.config.timers.idle_timeout,
+                since: now,
                 first_frame: false,
             });
         }
@@ -590,6 +697,7 @@ impl AgentRun {
     }
 
     /// The hot decoder's frames, handled exactly as `dispatch` handles their prost form.
+    #[inline]
     fn on_hot(&mut self, frame: Hot<'_>, now: Instant) -> Result<(), AgentError> {
         match frame {
             Hot::Text(text) => self.on_delta(Delta::Text, text, now),
@@ -611,6 +719,7 @@ impl AgentRun {
     }
 
     /// A text or thinking delta: work (the idle watchdog restarts), then queued.
+    #[inline]
     fn on_delta<T: AsRef<str> + Into<String>>(
         &mut self,
         kind: Delta,
@@ -621,30 +730,20 @@ impl AgentRun {
         self.emit_delta(kind, text)
     }
 
-    /// A text or thinking delta. When the host has not yet drained a delta of the same kind
-    /// queued last, this one is appended to it: a host draining after every frame sees every
-    /// delta, one that drains later sees fewer, longer deltas with the same text, and no
+    /// A text or thinking delta. While the host has not yet polled the delta of the same
+    /// kind queued last, this one extends it: a host polling after every frame sees every
+    /// delta, one that polls later sees fewer, longer deltas with the same text, and no
     /// string is allocated per frame. Deltas parked while the host runs tools stay one per
     /// frame (their count is what `max_deferred_events` bounds).
+    #[inline]
     fn emit_delta<T: AsRef<str> + Into<String>>(
         &mut self,
         kind: Delta,
         text: T,
     ) -> Result<(), AgentError> {
         if self.phase != Phase::AwaitingTools {
-            match (kind, self.events.back_mut()) {
-                (Delta::Text, Some(AgentEvent::Ir(Event::TextDelta { text: queued })))
-                | (Delta::Thinking, Some(AgentEvent::Ir(Event::ThinkingDelta { text: queued }))) => {
-                    // Room for a few more deltas at once: merges come in runs.
-                    let text = text.as_ref();
-                    if queued.capacity() - queued.len() < text.len() {
-                        queued.reserve(text.len().max(MERGE_RESERVE));
-                    }
-                    queued.push_str(text);
-                    return Ok(());
-                }
-                _ => {}
-            }
+            self.events.push_delta(kind, text.as_ref());
+            return Ok(());
         }
         let text = text.into();
         self.emit(match kind {
@@ -927,7 +1026,7 @@ impl AgentRun {
 
     fn audit(&mut self, id: u32, arm: ExecArm, outcome: ExecOutcome) {
         self.events
-            .push_back(AgentEvent::Exec(ExecAudit { id, arm, outcome }));
+            .push(AgentEvent::Exec(ExecAudit { id, arm, outcome }));
     }
 
     /// Queues a host event, or holds it for the next leg while the host runs tools.
@@ -940,7 +1039,7 @@ impl AgentRun {
             }
             self.deferred.push_back(event);
         } else {
-            self.events.push_back(AgentEvent::Ir(event));
+            self.events.push(AgentEvent::Ir(event));
         }
         Ok(())
     }
@@ -951,7 +1050,7 @@ impl AgentRun {
             call.yielded = true;
         }
         self.push_usage();
-        self.events.push_back(AgentEvent::Ir(Event::Done {
+        self.events.push(AgentEvent::Ir(Event::Done {
             reason: StopReason::ToolUse,
         }));
         self.phase = Phase::AwaitingTools;
@@ -962,11 +1061,9 @@ impl AgentRun {
     fn finish(&mut self, reason: StopReason) {
         self.push_usage();
         if let Some(point) = self.resume_point() {
-            self.events
-                .push_back(AgentEvent::Resumable(Box::new(point)));
+            self.events.push(AgentEvent::Resumable(Box::new(point)));
         }
-        self.events
-            .push_back(AgentEvent::Ir(Event::Done { reason }));
+        self.events.push(AgentEvent::Ir(Event::Done { reason }));
         self.phase = Phase::Finished;
     }
 
@@ -989,7 +1086,7 @@ impl AgentRun {
             usage.cache_write_tokens = positive(reported.cache_write_tokens).unwrap_or(0);
             usage.reasoning_tokens = positive(reported.reasoning_tokens).unwrap_or(0);
         }
-        self.events.push_back(AgentEvent::Ir(Event::Usage(usage)));
+        self.events.push(AgentEvent::Ir(Event::Usage(usage)));
     }
 
     /// Ends the run with `error`. Nothing more is written. While the host runs tools the leg
@@ -1002,7 +1099,7 @@ impl AgentRun {
         if self.phase == Phase::AwaitingTools {
             self.parked_failure = Some(info);
         } else {
-            self.events.push_back(AgentEvent::Ir(Event::Error(info)));
+            self.events.push(AgentEvent::Ir(Event::Error(info)));
         }
         self.phase = Phase::Finished;
     }

@@ -11,7 +11,7 @@ use cursor_proto::agent::v1::{
 };
 use cursor_proto::ir::{Conversation, Event, Message};
 use cursor_transport::client::AGENT_RUN_PATH;
-use cursor_transport::envelope::Code;
+use cursor_transport::envelope::{Code, Compression};
 use cursor_transport::{Client as Transport, RequestHeaders};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -169,6 +169,50 @@ async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text(
         })
         .collect();
     assert_eq!(deltas, [words.concat()]);
+}
+
+/// A server that gzips its larger messages (the client asks for it) is understood: the driver
+/// hands the response's encoding to the Run, which inflates those frames; small frames beside
+/// them stay uncompressed, as Connect allows.
+#[tokio::test]
+async fn a_gzip_compressed_response_streams_its_text_through_the_driver() {
+    let replica = Replica::start().await.unwrap();
+    replica.replica().set_compression(Compression::Gzip);
+    let text = |text: String| AgentServerMessage {
+        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+            message: Some(Update::TextDelta(w::TextDeltaUpdate { text })),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    // 2 KiB compresses (the replica compresses from 1 KiB); the words after it do not.
+    let long = "compressible ".repeat(160);
+    let mut frames = vec![
+        text(long.clone()),
+        text("short ".into()),
+        text("end".into()),
+    ];
+    frames.push(AgentServerMessage {
+        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+            message: Some(Update::TurnEnded(w::TurnEndedUpdate::default())),
+            ..Default::default()
+        })),
+        ..Default::default()
+    });
+    replica.script(Script::Frames(frames));
+    let events = ping(&replica).await;
+    let streamed: String = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, format!("{long}short end"), "{events:?}");
+    assert!(
+        matches!(events.last(), Some(Event::Done { .. })),
+        "{events:?}"
+    );
 }
 
 /// One driver Run of the user text `ping` against `replica`: the host events it produced.

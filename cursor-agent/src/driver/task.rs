@@ -5,17 +5,18 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use cursor_proto::ir::Classify as _;
+use bytes::Bytes;
 use cursor_proto::ir::{Event, StopReason};
 use cursor_transport::client::AGENT_RUN_PATH;
-use cursor_transport::envelope::Code;
+use cursor_transport::envelope::Compression;
 use cursor_transport::{BidiCall, Client, CursorError, Origin, RequestHeaders};
 use futures::FutureExt as _;
 use tokio::sync::mpsc;
 
 use super::handle::Command;
 use super::now;
-use crate::{AgentEvent, AgentRun, StreamOutcome};
+use crate::error::outcome_of;
+use crate::{AgentEvent, AgentRun};
 
 /// How long a cleanly finished run waits for the server to end the stream before resetting it.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
@@ -127,21 +128,21 @@ impl Loop {
             tokio::select! {
                 biased;
                 command = self.commands.recv(), if self.commands_open => self.apply(command),
-                message = call.recv() => {
-                    if !self.receive(message) {
+                data = call.recv_data() => {
+                    if !self.receive(data) {
                         return false;
                     }
-                    // Frames already received go in before the events go out, so deltas
+                    // Chunks already received go in before the events go out, so deltas
                     // that arrived together reach the host as one (bounded, so commands and
-                    // timers stay prompt). `recv` is cancel-safe once the head is in.
+                    // timers stay prompt). `recv_data` is cancel-safe once the head is in.
                     for _ in 1..MAX_BURST {
                         if self.run.is_finished() {
                             break;
                         }
-                        let Some(message) = call.recv().now_or_never() else {
+                        let Some(data) = call.recv_data().now_or_never() else {
                             break;
                         };
-                        if !self.receive(message) {
+                        if !self.receive(data) {
                             return false;
                         }
                     }
@@ -152,15 +153,22 @@ impl Loop {
         }
     }
 
-    /// One receive's outcome into the run; false when the server side ended.
-    fn receive(&mut self, message: Result<Option<impl AsRef<[u8]>>, CursorError>) -> bool {
-        match message {
-            Ok(Some(bytes)) => {
-                self.run.handle_server_bytes(bytes.as_ref(), now());
+    /// One chunk of the response body into the run (which takes its envelopes apart and ends
+    /// itself at the end-of-stream frame); false when the server side ended.
+    fn receive(&mut self, data: Result<Option<Bytes>, CursorError>) -> bool {
+        match data {
+            Ok(Some(chunk)) => {
+                self.run.handle_server_data(chunk, now());
                 true
             }
             Ok(None) => {
-                self.run.handle_end_of_stream(StreamOutcome::Ok, now());
+                // After its end-of-stream frame the run has finished; a body without one is
+                // drift, as the transport's own framing reports it.
+                if !self.run.is_finished() {
+                    let error =
+                        CursorError::drift("the stream ended without an end-of-stream frame");
+                    self.run.handle_end_of_stream(outcome_of(&error), now());
+                }
                 self.forward();
                 false
             }
@@ -179,7 +187,13 @@ impl Loop {
         let head = async { call.response_headers().await.map(|_| ()) };
         match self.until(head).await {
             // Finished first (cancelled, timed out): closing resets the stream.
-            None | Some(Ok(())) => true,
+            None => true,
+            Some(Ok(())) => {
+                let compression = call.response_compression().unwrap_or(Compression::Identity);
+                self.run
+                    .handle_response_head(compression, call.max_message_size());
+                true
+            }
             Some(Err(error)) => {
                 self.run.handle_end_of_stream(outcome_of(&error), now());
                 self.forward();
@@ -304,7 +318,7 @@ impl Loop {
         if self.clean && server_open {
             let _ = call.close_send();
             let drained = tokio::time::timeout(CLOSE_GRACE, async {
-                while let Ok(Some(_)) = call.recv().await {}
+                while let Ok(Some(_)) = call.recv_data().await {}
             })
             .await;
             if drained.is_err() {
@@ -319,13 +333,5 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
         None => std::future::pending().await,
-    }
-}
-
-/// How the transport's failure ends the stream for the run.
-fn outcome_of(error: &CursorError) -> StreamOutcome {
-    match error.code() {
-        Some(Code::NotFound) => StreamOutcome::NotFound(error.to_info()),
-        _ => StreamOutcome::Err(error.to_info()),
     }
 }

@@ -396,6 +396,100 @@ proptest! {
     }
 }
 
+/// A bare text or thinking delta: `handle_server_data`'s fast case (its text sometimes not
+/// UTF-8, so the window must decline it).
+fn bare_frame() -> BoxedStrategy<Vec<u8>> {
+    (any::<bool>(), text_bytes())
+        .prop_map(|(thinking, text)| {
+            let (mut delta, mut update, mut frame) = (Vec::new(), Vec::new(), Vec::new());
+            len_field(1, &text, &mut delta);
+            len_field(if thinking { 4 } else { 1 }, &delta, &mut update);
+            len_field(1, &update, &mut frame);
+            frame
+        })
+        .boxed()
+}
+
+/// How the end-of-stream frame `json` ends a Run fed frames (what `handle_server_data` does).
+fn end_outcome(json: &str) -> crate::StreamOutcome {
+    use cursor_transport::envelope::EndStream;
+    match EndStream::parse(json.as_bytes())
+        .expect("valid end frame")
+        .error
+    {
+        None => crate::StreamOutcome::Ok,
+        Some(error) => {
+            crate::error::outcome_of(&cursor_transport::CursorError::connect(error, None))
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `handle_server_data` over the enveloped stream cut at random points, and
+    /// `handle_server_bytes` over its frames, leave a Run in the same observable state after
+    /// every chunk: the same events (deltas merged, since one drains per chunk), transmits,
+    /// failure and next deadline.
+    #[test]
+    fn a_run_fed_body_data_behaves_as_a_run_fed_its_frames(
+        frames in vec(prop_oneof![frame(), bare_frame()], 1..40),
+        ended in any::<bool>(),
+        end in prop_oneof![
+            Just(None),
+            Just(Some("{}")),
+            Just(Some(r#"{"error":{"code":"not_found","message":"gone"}}"#)),
+            Just(Some(r#"{"error":{"code":"internal","message":"boom"}}"#)),
+        ],
+        cuts in vec(any::<prop::sample::Index>(), 0..8),
+    ) {
+        use cursor_transport::envelope::{Compression, Encoder};
+        let now = std::time::Instant::now();
+        let (mut by_data, mut by_frames) = (opened_run(now), opened_run(now));
+        let mut frames = frames;
+        if ended {
+            frames.push(vec![0x0a, 0x02, 0x72, 0x00]);
+        }
+        let encoder = Encoder::new(Compression::Identity);
+        let mut wire = bytes::BytesMut::new();
+        let mut ends = Vec::new();
+        for frame in &frames {
+            encoder.encode(frame, &mut wire).expect("small frame");
+            ends.push(wire.len());
+        }
+        if let Some(json) = end {
+            let end = cursor_transport::envelope::EndStream::parse(json.as_bytes()).expect("valid");
+            encoder.encode_end_stream(&end, &mut wire).expect("small frame");
+        }
+        let wire = wire.freeze();
+        let mut at: Vec<usize> = cuts.iter().map(|cut| cut.index(wire.len() + 1)).collect();
+        at.push(wire.len());
+        at.sort_unstable();
+        at.dedup();
+        let (mut from, mut fed) = (0, 0);
+        let (mut seen_data, mut seen_frames) = (Vec::new(), Vec::new());
+        for to in at {
+            by_data.handle_server_data(wire.slice(from..to), now);
+            while fed < frames.len() && ends[fed] <= to {
+                by_frames.handle_server_bytes(&frames[fed], now);
+                fed += 1;
+            }
+            if let (Some(json), true) = (end, to == wire.len()) {
+                by_frames.handle_end_of_stream(end_outcome(json), now);
+            }
+            from = to;
+            let (events, transmits, failure) = drained(&mut by_data);
+            seen_data.extend(events);
+            let (frame_events, frame_transmits, frame_failure) = drained(&mut by_frames);
+            seen_frames.extend(frame_events);
+            prop_assert_eq!(crate::fuzzing::merged_deltas(&seen_data), crate::fuzzing::merged_deltas(&seen_frames));
+            prop_assert_eq!(transmits, frame_transmits);
+            prop_assert_eq!(failure, frame_failure);
+            prop_assert_eq!(by_data.poll_timeout(), by_frames.poll_timeout());
+        }
+    }
+}
+
 #[test]
 fn bare_deltas_of_every_one_byte_length_match_prost_and_longer_ones_still_do() {
     for len in 0..200 {

@@ -60,6 +60,7 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
         return;
     }
     let script = replica.next_script();
+    call.set_compression(replica.compression());
     let mut exchange = Exchange {
         replica: &replica,
         call: &mut call,

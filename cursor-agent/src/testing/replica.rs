@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use cursor_transport::Origin;
+use cursor_transport::envelope::Compression;
 use cursor_transport::testing::{TestServer, TestServerBuilder};
 use tokio::task::JoinHandle;
 
@@ -21,6 +22,7 @@ struct State {
     runs: Vec<RunRecord>,
     hold_open: HoldOpen,
     idle_heartbeat: Option<Duration>,
+    compression: Compression,
     fail_auth: bool,
     sink: Option<Sink>,
 }
@@ -46,6 +48,7 @@ impl std::fmt::Debug for Replica {
             .field("scripts", &state.scripts)
             .field("hold_open", &state.hold_open)
             .field("idle_heartbeat", &state.idle_heartbeat)
+            .field("compression", &state.compression)
             .field("fail_auth", &state.fail_auth)
             .finish()
     }
@@ -103,6 +106,13 @@ impl Replica {
         self.lock().idle_heartbeat = every;
     }
 
+    /// Compresses the response messages of 1 KiB or more with `compression`, announced in the
+    /// response head, as a Connect server may (the client asks for gzip). Identity, the
+    /// default, compresses nothing.
+    pub fn set_compression(&self, compression: Compression) {
+        self.lock().compression = compression;
+    }
+
     /// Answers every Run with HTTP 401 (an expired or revoked token).
     pub fn set_fail_auth(&self, fail: bool) {
         self.lock().fail_auth = fail;
@@ -146,6 +156,10 @@ impl Replica {
 
     pub(super) fn idle_heartbeat(&self) -> Option<Duration> {
         self.lock().idle_heartbeat
+    }
+
+    pub(super) fn compression(&self) -> Compression {
+        self.lock().compression
     }
 
     pub(super) fn conversation(&self, id: &str) -> Option<StoredConversation> {

@@ -46,6 +46,7 @@ pub struct BidiCall {
     body: Option<h2::RecvStream>,
     headers: Option<HeaderMap>,
     decoder: Option<Decoder>,
+    response_compression: Option<Compression>,
     encoder: Encoder,
     end: Option<EndStream>,
     state: CallState,
@@ -68,6 +69,7 @@ impl BidiCall {
             body: None,
             headers: None,
             decoder: None,
+            response_compression: None,
             encoder: Encoder::new(compression).with_max_message_size(max_message_size),
             end: None,
             state: CallState::Open,
@@ -155,6 +157,52 @@ impl BidiCall {
             }
         }
         result
+    }
+
+    /// The response body's next chunk as it arrived (one HTTP/2 DATA frame's bytes), its
+    /// Connect envelopes not taken apart: for callers that frame the body themselves
+    /// (cursor-agent's `AgentRun::handle_server_data`) rather than receive messages with
+    /// [`recv`](Self::recv). `Ok(None)` once the body ended; how the call ended is in the body's
+    /// end-of-stream frame, which such a caller reads itself (a body that ends without one is
+    /// protocol drift). Use either `recv` or `recv_data` on one call, not both.
+    ///
+    /// Like `recv`, an error ends the call, and it is cancel-safe once the response head is in.
+    pub async fn recv_data(&mut self) -> Result<Option<Bytes>, CursorError> {
+        match self.state {
+            CallState::Open => {}
+            CallState::Ended => return Ok(None),
+            CallState::Failed => return Err(already_failed()),
+            CallState::Canceled => return Err(CursorError::Canceled),
+        }
+        let result = match self.ensure_open().await {
+            Ok(()) => match self.body.as_mut() {
+                Some(body) => body::next_chunk(body, &mut self.dead).await,
+                None => Err(CursorError::Canceled),
+            },
+            Err(error) => Err(error),
+        };
+        match &result {
+            Ok(Some(_)) => {}
+            Ok(None) => self.state = CallState::Ended,
+            Err(_) => {
+                self.abandon();
+                self.state = CallState::Failed;
+            }
+        }
+        result
+    }
+
+    /// The response's `connect-content-encoding`, once its head arrived: what compressed
+    /// frames of the body are compressed with (for callers of [`recv_data`](Self::recv_data)).
+    pub fn response_compression(&self) -> Option<Compression> {
+        self.response_compression
+    }
+
+    /// The largest message this call accepts (the client's
+    /// [`max_message_size`](super::ClientConfig::max_message_size)), for callers that frame the
+    /// body themselves.
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size
     }
 
     /// Receives and decodes the next protobuf message.
@@ -255,6 +303,7 @@ impl BidiCall {
                 })?,
         };
         self.decoder = Some(Decoder::new(compression).with_max_message_size(self.max_message_size));
+        self.response_compression = Some(compression);
         self.body = Some(body);
         self.headers = Some(parts.headers);
         Ok(())

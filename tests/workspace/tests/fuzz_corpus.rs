@@ -47,6 +47,7 @@ const TARGETS: &[(&str, FuzzEntry)] = &[
         cursor_catalog::fuzzing::catalog_snapshot,
     ),
     ("hot_decoder", cursor_agent::fuzzing::hot_decoder),
+    ("body_data", cursor_agent::fuzzing::body_data),
 ];
 
 #[test]

@@ -1,0 +1,123 @@
+//! The Run's outgoing events: a queue whose last entry may be an open text or thinking delta
+//! that later deltas of the same kind extend in place.
+//!
+//! The open delta's text is the `String` the host receives: it starts with room for a few
+//! deltas, later deltas are copied onto its end, and it is handed over as it is when the delta
+//! closes (another event is queued) or is polled. A delta costs a copy; one allocation serves
+//! every delta merged into it.
+
+use std::collections::VecDeque;
+
+use cursor_proto::ir::Event;
+
+use crate::AgentEvent;
+
+/// Bytes an open delta's string starts with: a few typical deltas, so short merges never
+/// reallocate.
+const OPEN_CAPACITY: usize = 64;
+
+/// Which kind of streamed delta is open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delta {
+    Text,
+    Thinking,
+}
+
+impl Delta {
+    fn event(self, text: String) -> AgentEvent {
+        AgentEvent::Ir(match self {
+            Self::Text => Event::TextDelta { text },
+            Self::Thinking => Event::ThinkingDelta { text },
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct EventQueue {
+    queued: VecDeque<AgentEvent>,
+    /// The delta after everything in `queued`, while it may still grow.
+    open: Option<Delta>,
+    /// The open delta's text; empty (no allocation) while no delta is open.
+    text: String,
+}
+
+impl EventQueue {
+    /// Queues `event` after everything queued so far (closing the open delta).
+    pub(crate) fn push(&mut self, event: AgentEvent) {
+        self.close();
+        self.queued.push_back(event);
+    }
+
+    /// Queues a delta, appending it to the open delta when that is of the same kind.
+    #[inline(always)]
+    pub(crate) fn push_delta(&mut self, kind: Delta, text: &str) {
+        if self.open == Some(kind) {
+            self.text.push_str(text);
+        } else {
+            self.open_delta(kind, text);
+        }
+    }
+
+    /// Closes the open delta and opens one of `kind` with `text`.
+    #[inline(never)]
+    fn open_delta(&mut self, kind: Delta, text: &str) {
+        self.close();
+        self.open = Some(kind);
+        self.text = String::with_capacity(text.len().max(OPEN_CAPACITY));
+        self.text.push_str(text);
+    }
+
+    /// The next event, in order.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<AgentEvent> {
+        if let Some(event) = self.queued.pop_front() {
+            return Some(event);
+        }
+        let kind = self.open.take()?;
+        Some(kind.event(std::mem::take(&mut self.text)))
+    }
+
+    fn close(&mut self) {
+        if let Some(kind) = self.open.take() {
+            let text = std::mem::take(&mut self.text);
+            self.queued.push_back(kind.event(text));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(queue: &mut EventQueue) -> Vec<String> {
+        std::iter::from_fn(|| queue.pop())
+            .map(|event| match event {
+                AgentEvent::Ir(Event::TextDelta { text }) => format!("t:{text}"),
+                AgentEvent::Ir(Event::ThinkingDelta { text }) => format!("k:{text}"),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn deltas_of_one_kind_merge_until_another_kind_or_event_closes_them() {
+        let mut queue = EventQueue::default();
+        queue.push_delta(Delta::Text, "a");
+        queue.push_delta(Delta::Text, "b");
+        queue.push_delta(Delta::Thinking, "c");
+        queue.push(AgentEvent::Ir(Event::Aborted));
+        queue.push_delta(Delta::Thinking, "d");
+        queue.push_delta(Delta::Thinking, "é");
+        assert_eq!(texts(&mut queue), ["t:ab", "k:c", "Ir(Aborted)", "k:dé"]);
+        assert!(queue.pop().is_none());
+    }
+
+    #[test]
+    fn a_polled_delta_is_closed_and_the_next_one_starts_fresh() {
+        let mut queue = EventQueue::default();
+        queue.push_delta(Delta::Text, "one");
+        assert_eq!(texts(&mut queue), ["t:one"]);
+        queue.push_delta(Delta::Text, "two");
+        assert_eq!(texts(&mut queue), ["t:two"]);
+    }
+}
