@@ -1,10 +1,13 @@
 //! End to end cost per server frame on a realistic Run stream (`support/stream.rs`): envelope
-//! framing, protobuf decode, `AgentRun` and the event drain together; also framing alone,
-//! decode alone, the whole path with prost's decode instead of the hot path, and the whole
-//! path draining events once per 16 KiB chunk instead of once per frame (undrained deltas
-//! merge). Goal (issue 12): <= 50 ns per frame. Times are the bench thread's CPU time (`support/cpu_time.rs`), so
-//! other load on a shared machine does not inflate them. Allocations per frame are counted by
-//! the `mixed_stream_allocs` bench (a counting allocator would slow this one down).
+//! framing, protobuf decode, `AgentRun` and the event drain together. Rows: framing alone
+//! (lent and owned), decode alone (hot and prost), the whole path per frame with prost's
+//! decode or the hot path, drained every frame or every 16 KiB chunk (undrained deltas merge),
+//! and the whole path fed body bytes (`handle_server_data`: the Run frames the chunk itself and
+//! validates its text once per chunk, with SIMD, instead of once per delta).
+//! Goal (issue 12): <= 50 ns per frame. Times are the bench thread's CPU time
+//! (`support/cpu_time.rs`), so other load on a shared machine does not inflate them.
+//! Allocations per frame are counted by the `mixed_stream_allocs` bench (a counting allocator
+//! would slow this one down).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -15,7 +18,7 @@ use cursor_proto::agent::v1::AgentServerMessage;
 use prost::Message as _;
 use stream::{
     Drain, FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages,
-    run_stream,
+    run_stream, run_stream_data,
 };
 
 #[path = "support/cpu_time.rs"]
@@ -30,11 +33,12 @@ fn mixed_stream(c: &mut Criterion<CpuTime>) {
     let conversation = conversation();
     println!(
         "mixed_stream: {FRAMES} frames, mean payload {:.1} B, {} chunks of 16 KiB, {} events \
-         drained per frame, {} per chunk",
+         drained per frame, {} per chunk, {} per chunk fed as body data",
         payload as f64 / FRAMES as f64,
         chunks.len(),
         run_stream(&conversation, &chunks, Path::Bytes, Drain::EveryFrame),
         run_stream(&conversation, &chunks, Path::Bytes, Drain::EveryChunk),
+        run_stream_data(&conversation, &chunks),
     );
     let mut group = c.benchmark_group("mixed_stream");
     group.throughput(Throughput::Elements(FRAMES as u64));
@@ -89,6 +93,9 @@ fn mixed_stream(c: &mut Criterion<CpuTime>) {
                 Drain::EveryChunk,
             ))
         });
+    });
+    group.bench_function("data_run_drain_per_chunk_100k", |b| {
+        b.iter(|| black_box(run_stream_data(&conversation, &chunks)));
     });
     group.finish();
 }

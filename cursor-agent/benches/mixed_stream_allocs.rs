@@ -1,13 +1,14 @@
 //! Allocations per frame of the `mixed_stream` bench's stream (`support/stream.rs`), counted by
-//! a global allocator: framing alone (lent and owned payloads), the whole path with prost's decode, and the whole path
-//! with the hot decoder (whose only allocation per frame should be the event's own string).
+//! a global allocator: framing alone (lent and owned payloads), the whole path with prost's
+//! decode, the whole path with the hot decoder (whose only allocation per event should be the
+//! event's own string), drained every frame or every chunk, and fed as body data.
 
 use std::hint::black_box;
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use stream::{
     Drain, FRAMES, Path, SEED, chunks, conversation, frame_only, frame_only_owned, messages,
-    run_stream,
+    run_stream, run_stream_data,
 };
 
 #[path = "support/stream.rs"]
@@ -42,5 +43,8 @@ fn main() {
     });
     allocations("hot_drain_per_chunk", || {
         run_stream(&conversation, &chunks, Path::Bytes, Drain::EveryChunk)
+    });
+    allocations("data_drain_per_chunk", || {
+        run_stream_data(&conversation, &chunks)
     });
 }

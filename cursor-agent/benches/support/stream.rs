@@ -227,6 +227,36 @@ pub(crate) fn run_stream(
     events
 }
 
+/// One whole stream through a fresh Run fed body bytes (`handle_server_data`: the Run frames
+/// the envelopes and validates each chunk's text once), events drained after every chunk.
+/// Returns the events seen.
+pub(crate) fn run_stream_data(conversation: &Conversation, chunks: &[Bytes]) -> usize {
+    let now = Instant::now();
+    let mut run = AgentRun::new(
+        RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16])),
+        conversation,
+        now,
+    )
+    .expect("run opens");
+    while run.poll_transmit().is_some() {}
+    let mut events = 0;
+    for chunk in chunks {
+        run.handle_server_data(chunk.clone(), now);
+        while let Some(event) = run.poll_event() {
+            black_box(&event);
+            events += 1;
+        }
+        while let Some(frame) = run.poll_transmit() {
+            black_box(frame);
+        }
+    }
+    assert!(
+        run.is_finished() && run.failure().is_none(),
+        "stream ends cleanly"
+    );
+    events
+}
+
 /// Envelope framing alone over the same chunks, payloads lent (`next_frame_ref`).
 pub(crate) fn frame_only(chunks: &[Bytes]) -> usize {
     let mut decoder = Decoder::new(Compression::Identity);
