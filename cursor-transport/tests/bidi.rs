@@ -557,3 +557,85 @@ async fn a_send_cut_short_by_a_401_reports_the_401() {
     assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
     assert_eq!(err.http_status(), Some(401));
 }
+
+/// A burst of small DATA frames the application has not read yet (a server faster than its
+/// reader, or a network stall delivering everything at once) stays buffered: the client does
+/// not close its own connection with `ENHANCE_YOUR_CALM`, as h2's default small-frame budget
+/// (half the connection window: about 8 900 frames of 20 bytes) would.
+#[tokio::test]
+async fn twenty_thousand_unread_small_frames_are_all_received() {
+    const FRAMES: usize = 20_000;
+    let mut server = TestServer::start().await.unwrap();
+    let client = Client::new().unwrap();
+    let mut call = client
+        .bidi(&server.origin(), PATH, cli_headers())
+        .await
+        .unwrap();
+    call.send(b"go").await.unwrap();
+    let mut incoming = within(server.accept()).await.unwrap();
+    let sent = tokio::spawn(async move {
+        for i in 0..FRAMES {
+            incoming
+                .send(format!("delta {i}").as_bytes())
+                .await
+                .unwrap();
+        }
+        incoming
+            .finish(cursor_transport::envelope::EndStream::ok())
+            .await
+            .unwrap();
+    });
+    // Nothing is read until the server has written every frame.
+    within(sent).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for i in 0..FRAMES {
+        let message = within(call.recv()).await.unwrap();
+        assert_eq!(message.as_deref(), Some(format!("delta {i}").as_bytes()));
+    }
+    assert_eq!(within(call.recv()).await.unwrap(), None);
+}
+
+/// `recv_data` hands over the body as it arrived: the chunks put together are the enveloped
+/// messages and the end-of-stream frame, then `None`; the response's encoding and the message
+/// limit are there for a caller that frames the body itself.
+#[tokio::test]
+async fn recv_data_yields_the_raw_body_then_none() {
+    use cursor_transport::envelope::{Decoder, EndStream, Frame};
+    let mut server = TestServer::start().await.unwrap();
+    let client = Client::new().unwrap();
+    let mut call = client
+        .bidi(&server.origin(), PATH, cli_headers())
+        .await
+        .unwrap();
+    call.send(b"go").await.unwrap();
+    let mut incoming = within(server.accept()).await.unwrap();
+    incoming.send(b"one").await.unwrap();
+    incoming.send(&vec![2u8; 40_000]).await.unwrap();
+    incoming.finish(EndStream::ok()).await.unwrap();
+    let mut decoder = Decoder::new(Compression::Identity);
+    let mut chunks = 0;
+    while let Some(chunk) = within(call.recv_data()).await.unwrap() {
+        decoder.push_bytes(chunk);
+        chunks += 1;
+    }
+    assert!(chunks >= 2, "{chunks} chunks");
+    assert_eq!(call.response_compression(), Some(Compression::Identity));
+    assert_eq!(
+        call.max_message_size(),
+        ClientConfig::default().max_message_size
+    );
+    let frames: Vec<Frame> = std::iter::from_fn(|| decoder.next_frame().unwrap()).collect();
+    assert_eq!(
+        frames,
+        [
+            Frame::Message(Bytes::from_static(b"one")),
+            Frame::Message(Bytes::from(vec![2u8; 40_000])),
+            Frame::End(EndStream::ok()),
+        ]
+    );
+    assert_eq!(
+        within(call.recv_data()).await.unwrap(),
+        None,
+        "stays at the end"
+    );
+}

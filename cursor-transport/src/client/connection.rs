@@ -25,6 +25,13 @@ use crate::{
     origin::{Origin, Scheme},
 };
 
+/// What unread small DATA frames may cost before h2 closes the connection with
+/// `ENHANCE_YOUR_CALM` (it charges up to 256 bytes a frame). h2's default, half the connection
+/// window, is about 8 900 one-word deltas: a burst a network stall can deliver at once. 32 MiB
+/// is about 140 000, more than a whole long answer, and still bounds what a server can make
+/// this client buffer.
+const SMALL_FRAME_BUDGET: usize = 32 << 20;
+
 /// Why a connection died, once it has.
 pub(crate) type DeadSignal = watch::Receiver<Option<Arc<str>>>;
 
@@ -238,6 +245,7 @@ impl Pool {
             .enable_push(false)
             .initial_window_size(1 << 20)
             .initial_connection_window_size(4 << 20)
+            .data_frame_budget(SMALL_FRAME_BUDGET)
             .handshake::<T, Bytes>(io)
             .await
             .map_err(|err| h2_error::network(&format!("HTTP/2 handshake with {origin}"), err))?;

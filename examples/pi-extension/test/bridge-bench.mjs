@@ -8,8 +8,11 @@
 // time from the call to `done` per delta (and split: up to the first text_delta pi sees, which
 // holds the turn's opening and every delta merged into that first event, then the rest per
 // delta), the JSON bytes handed to JS against the answer's text
-// length, how many callbacks carried them (events arriving together share one) and how many
-// text_delta events pi saw (deltas that reach the Run together merge into one).
+// length, how many callbacks carried them (events arriving together share one), how many
+// text_delta events pi saw (deltas that reach the Run together merge into one), and the CPU
+// time this process spent on the turn (every thread: JS and the addon's runtime, not the
+// replica's), per delta beyond what a one-delta turn costs. The wall time also holds the
+// replica's own pace of sending; the CPU time is what a delta costs here.
 // Exits 1 when a turn fails or its text is not the N words.
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -48,6 +51,7 @@ function turn(deltas) {
     let textDeltas = 0;
     let firstDelta;
     const started = performance.now();
+    const cpuStarted = process.cpuUsage();
     native.streamSimple(JSON.stringify(model), JSON.stringify(context), JSON.stringify({ apiKey: "token" }), (json) => {
       bytes += Buffer.byteLength(json);
       callbacks += 1;
@@ -64,7 +68,9 @@ function turn(deltas) {
           const elapsed = performance.now() - started;
           const text = event.message.content.map((block) => block.text ?? "").join("");
           const streaming = performance.now() - firstDelta;
-          return resolve({ elapsed, streaming, bytes, callbacks, textDeltas, text });
+          const used = process.cpuUsage(cpuStarted);
+          const cpu = (used.user + used.system) / 1000;
+          return resolve({ elapsed, streaming, cpu, bytes, callbacks, textDeltas, text });
         }
       }
     });
@@ -74,6 +80,14 @@ function turn(deltas) {
 const sizes = counts.length > 0 ? counts.map(Number) : [200, 2000, 10000];
 await scriptReplica(origin, "text 50");
 await turn(50); // warm-up: the connection, the runtime, the JIT
+// A one-delta turn's CPU is the turn's own cost (request, opening, done): what a delta adds
+// is measured beyond it.
+let opening = Infinity;
+for (let i = 0; i < 5; i++) {
+  await scriptReplica(origin, "text 1");
+  opening = Math.min(opening, (await turn(1)).cpu);
+}
+console.log(`a one-delta turn: ${opening.toFixed(2)} ms of CPU (best of 5)`);
 let failed = false;
 for (const deltas of sizes) {
   await scriptReplica(origin, `text ${deltas}`);
@@ -88,7 +102,8 @@ for (const deltas of sizes) {
       `${((result.streaming * 1000) / deltas).toFixed(2)} us/delta); ` +
       `${result.bytes} bytes to JS for ${textBytes} bytes of text (${(result.bytes / textBytes).toFixed(2)}x, ` +
       `${((result.bytes - 2 * textBytes) / (result.textDeltas + 4)).toFixed(0)} B/event beyond 2x the text) ` +
-      `in ${result.callbacks} callbacks, ${result.textDeltas} text_delta events${ok ? "" : " — WRONG TEXT"}`,
+      `in ${result.callbacks} callbacks, ${result.textDeltas} text_delta events${ok ? "" : " — WRONG TEXT"}; ` +
+      `CPU ${result.cpu.toFixed(2)} ms, ${((Math.max(0, result.cpu - opening) * 1000) / (deltas - 1)).toFixed(2)} us/delta beyond the one-delta turn`,
   );
 }
 process.exit(failed ? 1 : 0);
