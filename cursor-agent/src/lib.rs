@@ -13,8 +13,10 @@
 //! ## The drain contract
 //!
 //! 1. Build the run with [`AgentRun::new`]; it queues the run request.
-//! 2. Apply ONE input: a server frame ([`AgentRun::handle_server_message`] or
-//!    [`AgentRun::handle_server_bytes`]), the end of the stream
+//! 2. Apply ONE input: bytes of the response body as they arrive
+//!    ([`AgentRun::handle_server_data`], after [`AgentRun::handle_response_head`]; the fast
+//!    way, and what the driver does), or one decoded server frame
+//!    ([`AgentRun::handle_server_message`] or [`AgentRun::handle_server_bytes`]), the end of the stream
 //!    ([`AgentRun::handle_end_of_stream`]), an expired deadline ([`AgentRun::handle_timeout`]),
 //!    or a host command ([`AgentRun::submit_tool_results`], [`AgentRun::cancel`]).
 //! 3. Drain [`AgentRun::poll_transmit`] until `None`, writing each frame to the stream in order.
