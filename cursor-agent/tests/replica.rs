@@ -143,22 +143,9 @@ async fn other_methods_are_unimplemented() {
 #[tokio::test]
 async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text() {
     let replica = Replica::start().await.unwrap();
-    let text = |text: String| AgentServerMessage {
-        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
-            message: Some(Update::TextDelta(w::TextDeltaUpdate { text })),
-            ..Default::default()
-        })),
-        ..Default::default()
-    };
     let words: Vec<String> = (0..40).map(|i| format!("w{i} ")).collect();
-    let mut burst: Vec<AgentServerMessage> = words.iter().cloned().map(text).collect();
-    burst.push(AgentServerMessage {
-        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
-            message: Some(Update::TurnEnded(w::TurnEndedUpdate::default())),
-            ..Default::default()
-        })),
-        ..Default::default()
-    });
+    let mut burst: Vec<AgentServerMessage> = words.iter().cloned().map(text_delta).collect();
+    burst.push(update(Update::TurnEnded(w::TurnEndedUpdate::default())));
     replica.script(Script::Burst(burst));
     let deltas: Vec<String> = ping(&replica)
         .await
@@ -178,27 +165,14 @@ async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text(
 async fn a_gzip_compressed_response_streams_its_text_through_the_driver() {
     let replica = Replica::start().await.unwrap();
     replica.replica().set_compression(Compression::Gzip);
-    let text = |text: String| AgentServerMessage {
-        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
-            message: Some(Update::TextDelta(w::TextDeltaUpdate { text })),
-            ..Default::default()
-        })),
-        ..Default::default()
-    };
     // 2 KiB compresses (the replica compresses from 1 KiB); the words after it do not.
     let long = "compressible ".repeat(160);
-    let mut frames = vec![
-        text(long.clone()),
-        text("short ".into()),
-        text("end".into()),
+    let frames = vec![
+        text_delta(long.clone()),
+        text_delta("short ".into()),
+        text_delta("end".into()),
+        update(Update::TurnEnded(w::TurnEndedUpdate::default())),
     ];
-    frames.push(AgentServerMessage {
-        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
-            message: Some(Update::TurnEnded(w::TurnEndedUpdate::default())),
-            ..Default::default()
-        })),
-        ..Default::default()
-    });
     replica.script(Script::Frames(frames));
     let events = ping(&replica).await;
     let streamed: String = events
@@ -213,6 +187,21 @@ async fn a_gzip_compressed_response_streams_its_text_through_the_driver() {
         matches!(events.last(), Some(Event::Done { .. })),
         "{events:?}"
     );
+}
+
+/// A server frame carrying one `interaction_update`.
+fn update(message: Update) -> AgentServerMessage {
+    AgentServerMessage {
+        message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+            message: Some(message),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+fn text_delta(text: String) -> AgentServerMessage {
+    update(Update::TextDelta(w::TextDeltaUpdate { text }))
 }
 
 /// One driver Run of the user text `ping` against `replica`: the host events it produced.

@@ -6,11 +6,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use cursor_proto::ir::ErrorKind;
 use cursor_transport::{
-    AccessToken, CallKind, CliIdentity, Client, ClientConfig, CursorError, RequestHeaders,
-    RequestId,
+    AccessToken, BidiCall, CallKind, CliIdentity, Client, ClientConfig, CursorError,
+    RequestHeaders, RequestId,
     client::AGENT_RUN_PATH,
     envelope::{Code, Compression, ConnectError},
-    testing::{REASON_CANCEL, TestServer},
+    testing::{REASON_CANCEL, ServerCall, TestServer},
 };
 
 const PATH: &str = "/test.v1.Echo/Chat";
@@ -558,13 +558,9 @@ async fn a_send_cut_short_by_a_401_reports_the_401() {
     assert_eq!(err.http_status(), Some(401));
 }
 
-/// A burst of small DATA frames the application has not read yet (a server faster than its
-/// reader, or a network stall delivering everything at once) stays buffered: the client does
-/// not close its own connection with `ENHANCE_YOUR_CALM`, as h2's default small-frame budget
-/// (half the connection window: about 8 900 frames of 20 bytes) would.
-#[tokio::test]
-async fn twenty_thousand_unread_small_frames_are_all_received() {
-    const FRAMES: usize = 20_000;
+/// A call to a fresh loopback server with its first message sent, and the server's side of it
+/// (server and client are returned to keep them alive).
+async fn started_call() -> (TestServer, Client, BidiCall, ServerCall) {
     let mut server = TestServer::start().await.unwrap();
     let client = Client::new().unwrap();
     let mut call = client
@@ -572,7 +568,18 @@ async fn twenty_thousand_unread_small_frames_are_all_received() {
         .await
         .unwrap();
     call.send(b"go").await.unwrap();
-    let mut incoming = within(server.accept()).await.unwrap();
+    let incoming = within(server.accept()).await.unwrap();
+    (server, client, call, incoming)
+}
+
+/// A burst of small DATA frames the application has not read yet (a server faster than its
+/// reader, or a network stall delivering everything at once) stays buffered: the client does
+/// not close its own connection with `ENHANCE_YOUR_CALM`, as h2's default small-frame budget
+/// (half the connection window: about 8 900 frames of 20 bytes) would.
+#[tokio::test]
+async fn twenty_thousand_unread_small_frames_are_all_received() {
+    const FRAMES: usize = 20_000;
+    let (_server, _client, mut call, mut incoming) = started_call().await;
     let sent = tokio::spawn(async move {
         for i in 0..FRAMES {
             incoming
@@ -601,14 +608,7 @@ async fn twenty_thousand_unread_small_frames_are_all_received() {
 #[tokio::test]
 async fn recv_data_yields_the_raw_body_then_none() {
     use cursor_transport::envelope::{Decoder, EndStream, Frame};
-    let mut server = TestServer::start().await.unwrap();
-    let client = Client::new().unwrap();
-    let mut call = client
-        .bidi(&server.origin(), PATH, cli_headers())
-        .await
-        .unwrap();
-    call.send(b"go").await.unwrap();
-    let mut incoming = within(server.accept()).await.unwrap();
+    let (_server, _client, mut call, mut incoming) = started_call().await;
     incoming.send(b"one").await.unwrap();
     incoming.send(&vec![2u8; 40_000]).await.unwrap();
     incoming.finish(EndStream::ok()).await.unwrap();

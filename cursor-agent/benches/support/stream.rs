@@ -183,24 +183,9 @@ pub(crate) fn run_stream(
     drain: Drain,
 ) -> usize {
     let now = Instant::now();
-    let mut run = AgentRun::new(
-        RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16])),
-        conversation,
-        now,
-    )
-    .expect("run opens");
-    while run.poll_transmit().is_some() {}
+    let mut run = open_run(conversation, now);
     let mut decoder = Decoder::new(Compression::Identity);
     let mut events = 0;
-    let mut drain_run = |run: &mut AgentRun| {
-        while let Some(event) = run.poll_event() {
-            black_box(&event);
-            events += 1;
-        }
-        while let Some(frame) = run.poll_transmit() {
-            black_box(frame);
-        }
-    };
     for chunk in chunks {
         decoder.push_bytes(chunk.clone());
         while let Some(frame) = decoder.next_frame_ref().expect("valid stream") {
@@ -215,15 +200,12 @@ pub(crate) fn run_stream(
                 ),
             }
             if let Drain::EveryFrame = drain {
-                drain_run(&mut run);
+                events += drained(&mut run);
             }
         }
-        drain_run(&mut run);
+        events += drained(&mut run);
     }
-    assert!(
-        run.is_finished() && run.failure().is_none(),
-        "stream ends cleanly"
-    );
+    finished(&run);
     events
 }
 
@@ -232,29 +214,42 @@ pub(crate) fn run_stream(
 /// Returns the events seen.
 pub(crate) fn run_stream_data(conversation: &Conversation, chunks: &[Bytes]) -> usize {
     let now = Instant::now();
-    let mut run = AgentRun::new(
-        RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16])),
-        conversation,
-        now,
-    )
-    .expect("run opens");
-    while run.poll_transmit().is_some() {}
+    let mut run = open_run(conversation, now);
     let mut events = 0;
     for chunk in chunks {
         run.handle_server_data(chunk.clone(), now);
-        while let Some(event) = run.poll_event() {
-            black_box(&event);
-            events += 1;
-        }
-        while let Some(frame) = run.poll_transmit() {
-            black_box(frame);
-        }
+        events += drained(&mut run);
     }
+    finished(&run);
+    events
+}
+
+/// A Run of `conversation` with its run request already written.
+fn open_run(conversation: &Conversation, now: Instant) -> AgentRun {
+    let config = RunConfig::new("m", "file:///w", cursor_agent::IdSeed::fixed([1; 16]));
+    let mut run = AgentRun::new(config, conversation, now).expect("run opens");
+    while run.poll_transmit().is_some() {}
+    run
+}
+
+/// Hands every queued event to the "host" and writes every queued frame; the events it saw.
+fn drained(run: &mut AgentRun) -> usize {
+    let mut events = 0;
+    while let Some(event) = run.poll_event() {
+        black_box(&event);
+        events += 1;
+    }
+    while let Some(frame) = run.poll_transmit() {
+        black_box(frame);
+    }
+    events
+}
+
+fn finished(run: &AgentRun) {
     assert!(
         run.is_finished() && run.failure().is_none(),
         "stream ends cleanly"
     );
-    events
 }
 
 /// Envelope framing alone over the same chunks, payloads lent (`next_frame_ref`).

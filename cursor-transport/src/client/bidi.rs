@@ -141,14 +141,27 @@ impl BidiCall {
     /// An error ends the call (the stream is reset unless the server already ended it); later
     /// calls return a local error rather than repeat it.
     pub async fn recv(&mut self) -> Result<Option<Bytes>, CursorError> {
-        match self.state {
-            CallState::Open => {}
-            CallState::Ended => return Ok(None),
-            CallState::Failed => return Err(already_failed()),
-            CallState::Canceled => return Err(CursorError::Canceled),
+        if let Some(settled) = self.settled() {
+            return settled;
         }
         let result = self.recv_inner().await;
-        match &result {
+        self.settle(&result);
+        result
+    }
+
+    /// What a receive returns once the call is over, `None` while it is open.
+    fn settled(&self) -> Option<Result<Option<Bytes>, CursorError>> {
+        match self.state {
+            CallState::Open => None,
+            CallState::Ended => Some(Ok(None)),
+            CallState::Failed => Some(Err(already_failed())),
+            CallState::Canceled => Some(Err(CursorError::Canceled)),
+        }
+    }
+
+    /// Records how a receive ended the call, if it did: the end, or a failure (stream reset).
+    fn settle(&mut self, result: &Result<Option<Bytes>, CursorError>) {
+        match result {
             Ok(Some(_)) => {}
             Ok(None) => self.state = CallState::Ended,
             Err(_) => {
@@ -156,7 +169,6 @@ impl BidiCall {
                 self.state = CallState::Failed;
             }
         }
-        result
     }
 
     /// The response body's next chunk as it arrived (one HTTP/2 DATA frame's bytes), its
@@ -168,11 +180,8 @@ impl BidiCall {
     ///
     /// Like `recv`, an error ends the call, and it is cancel-safe once the response head is in.
     pub async fn recv_data(&mut self) -> Result<Option<Bytes>, CursorError> {
-        match self.state {
-            CallState::Open => {}
-            CallState::Ended => return Ok(None),
-            CallState::Failed => return Err(already_failed()),
-            CallState::Canceled => return Err(CursorError::Canceled),
+        if let Some(settled) = self.settled() {
+            return settled;
         }
         let result = match self.ensure_open().await {
             Ok(()) => match self.body.as_mut() {
@@ -181,14 +190,7 @@ impl BidiCall {
             },
             Err(error) => Err(error),
         };
-        match &result {
-            Ok(Some(_)) => {}
-            Ok(None) => self.state = CallState::Ended,
-            Err(_) => {
-                self.abandon();
-                self.state = CallState::Failed;
-            }
-        }
+        self.settle(&result);
         result
     }
 
