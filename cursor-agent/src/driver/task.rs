@@ -20,7 +20,8 @@ use crate::{AgentEvent, AgentRun};
 
 /// How long a cleanly finished run waits for the server to end the stream before resetting it.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
-/// Frames handled per wake-up at most before events are forwarded and commands looked at.
+/// Body chunks (DATA frames) handled per wake-up at most before events are forwarded and
+/// commands looked at.
 const MAX_BURST: usize = 64;
 
 /// The future that drives one Run; it resolves to the finished [`AgentRun`].
