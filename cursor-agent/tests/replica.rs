@@ -158,6 +158,28 @@ async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text(
     assert_eq!(deltas, [words.concat()]);
 }
 
+/// Deltas written together but carried by several DATA frames (more than h2's 16 KiB frame)
+/// still reach the host as one: the driver takes every chunk already received (up to its
+/// burst bound) before it forwards events.
+#[tokio::test]
+async fn a_burst_spanning_several_data_frames_reaches_the_host_as_one_event() {
+    let replica = Replica::start().await.unwrap();
+    let words: Vec<String> = (0..40).map(|i| format!("w{i}:{} ", "x".repeat(600))).collect();
+    let mut burst: Vec<AgentServerMessage> = words.iter().cloned().map(text_delta).collect();
+    burst.push(update(Update::TurnEnded(w::TurnEndedUpdate::default())));
+    replica.script(Script::Burst(burst));
+    let deltas: Vec<String> = ping(&replica)
+        .await
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::TextDelta { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas.concat(), words.concat());
+    assert_eq!(deltas.len(), 1, "{} events", deltas.len());
+}
+
 /// A server that gzips its larger messages (the client asks for it) is understood: the driver
 /// hands the response's encoding to the Run, which inflates those frames; small frames beside
 /// them stay uncompressed, as Connect allows.
