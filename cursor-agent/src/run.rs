@@ -356,12 +356,7 @@ impl AgentRun {
         if let Some((kind, text)) = crate::hot::bare_delta(bytes)
             && self.phase == Phase::Streaming
         {
-            // What `on_delta` does while streaming, without its layers.
-            self.work_deadline = Some(WorkDeadline {
-                since: now,
-                first_frame: false,
-            });
-            self.events.push_delta(kind, text);
+            self.stream_delta(kind, text, now);
             return;
         }
         if let Some(frame) = crate::hot::decode_general(bytes) {
@@ -432,9 +427,11 @@ impl AgentRun {
                         Some(error) => outcome_of(&CursorError::connect(error, None)),
                     };
                     self.handle_end_of_stream(outcome, now);
+                    break;
                 }
                 Err(error) => {
                     self.handle_end_of_stream(outcome_of(&CursorError::from(error)), now);
+                    break;
                 }
             }
         }
@@ -449,14 +446,20 @@ impl AgentRun {
             && self.phase == Phase::Streaming
             && let Some(text) = window.str_of(text)
         {
-            self.work_deadline = Some(WorkDeadline {
-                since: now,
-                first_frame: false,
-            });
-            self.events.push_delta(kind, text);
+            self.stream_delta(kind, text, now);
             return;
         }
         self.handle_server_bytes(frame, now);
+    }
+
+    /// What `on_delta` does with a delta while streaming, without its layers (the hot path).
+    #[inline(always)]
+    fn stream_delta(&mut self, kind: Delta, text: &str, now: Instant) {
+        self.work_deadline = Some(WorkDeadline {
+            since: now,
+            first_frame: false,
+        });
+        self.events.push_delta(kind, text);
     }
 
     /// The server side of the stream ended. Before `turn_ended` that is a failure: the

@@ -164,7 +164,9 @@ async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text(
 #[tokio::test]
 async fn a_burst_spanning_several_data_frames_reaches_the_host_as_one_event() {
     let replica = Replica::start().await.unwrap();
-    let words: Vec<String> = (0..40).map(|i| format!("w{i}:{} ", "x".repeat(600))).collect();
+    let words: Vec<String> = (0..40)
+        .map(|i| format!("w{i}:{} ", "x".repeat(600)))
+        .collect();
     let mut burst: Vec<AgentServerMessage> = words.iter().cloned().map(text_delta).collect();
     burst.push(update(Update::TurnEnded(w::TurnEndedUpdate::default())));
     replica.script(Script::Burst(burst));
