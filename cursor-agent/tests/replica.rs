@@ -138,24 +138,12 @@ async fn other_methods_are_unimplemented() {
     assert!(replica.runs().is_empty());
 }
 
-/// The driver handles every frame already received before forwarding events, so a burst of
-/// deltas (one DATA frame) reaches the host as one delta with all the text, in order.
+/// A burst of deltas in one DATA frame reaches the host as one delta with all the text, in
+/// order: the Run merges what it handles before the host drains.
 #[tokio::test]
 async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text() {
-    let replica = Replica::start().await.unwrap();
     let words: Vec<String> = (0..40).map(|i| format!("w{i} ")).collect();
-    let mut burst: Vec<AgentServerMessage> = words.iter().cloned().map(text_delta).collect();
-    burst.push(update(Update::TurnEnded(w::TurnEndedUpdate::default())));
-    replica.script(Script::Burst(burst));
-    let deltas: Vec<String> = ping(&replica)
-        .await
-        .into_iter()
-        .filter_map(|event| match event {
-            Event::TextDelta { text } => Some(text),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(deltas, [words.concat()]);
+    assert_eq!(burst_of(&words).await, [words.concat()]);
 }
 
 /// Deltas written together but carried by several DATA frames (more than h2's 16 KiB frame)
@@ -163,23 +151,29 @@ async fn a_burst_of_text_deltas_reaches_the_host_as_one_event_with_all_its_text(
 /// burst bound) before it forwards events.
 #[tokio::test]
 async fn a_burst_spanning_several_data_frames_reaches_the_host_as_one_event() {
-    let replica = Replica::start().await.unwrap();
     let words: Vec<String> = (0..40)
         .map(|i| format!("w{i}:{} ", "x".repeat(600)))
         .collect();
+    let deltas = burst_of(&words).await;
+    assert_eq!(deltas.concat(), words.concat());
+    assert_eq!(deltas.len(), 1, "{} events", deltas.len());
+}
+
+/// The text deltas the host sees when the replica writes `words` as text deltas and the end
+/// of the turn all at once.
+async fn burst_of(words: &[String]) -> Vec<String> {
+    let replica = Replica::start().await.unwrap();
     let mut burst: Vec<AgentServerMessage> = words.iter().cloned().map(text_delta).collect();
     burst.push(update(Update::TurnEnded(w::TurnEndedUpdate::default())));
     replica.script(Script::Burst(burst));
-    let deltas: Vec<String> = ping(&replica)
+    ping(&replica)
         .await
         .into_iter()
         .filter_map(|event| match event {
             Event::TextDelta { text } => Some(text),
             _ => None,
         })
-        .collect();
-    assert_eq!(deltas.concat(), words.concat());
-    assert_eq!(deltas.len(), 1, "{} events", deltas.len());
+        .collect()
 }
 
 /// A server that gzips its larger messages (the client asks for it) is understood: the driver
