@@ -31,14 +31,20 @@ fn cli_headers() -> RequestHeaders {
     .unwrap()
 }
 
-#[tokio::test]
-async fn normal_bidi_exchange_carries_messages_headers_and_trailers() {
-    let mut server = TestServer::start().await.unwrap();
+/// A call from a fresh client to a fresh loopback server (both returned to keep them alive).
+async fn fresh_call() -> (TestServer, Client, BidiCall) {
+    let server = TestServer::start().await.unwrap();
     let client = Client::new().unwrap();
-    let mut call = client
+    let call = client
         .bidi(&server.origin(), PATH, cli_headers())
         .await
         .unwrap();
+    (server, client, call)
+}
+
+#[tokio::test]
+async fn normal_bidi_exchange_carries_messages_headers_and_trailers() {
+    let (mut server, _client, mut call) = fresh_call().await;
     // 200 kB exceeds the peer's 64 KiB stream window: sending waits for the server to read.
     let sender = tokio::spawn(async move {
         call.send(b"one").await.unwrap();
@@ -157,12 +163,7 @@ async fn reset_by_the_server_is_a_network_error() {
 
 #[tokio::test]
 async fn status_401_on_open_is_an_auth_error_and_never_parsed_as_frames() {
-    let mut server = TestServer::start().await.unwrap();
-    let client = Client::new().unwrap();
-    let mut call = client
-        .bidi(&server.origin(), PATH, cli_headers())
-        .await
-        .unwrap();
+    let (mut server, _client, mut call) = fresh_call().await;
     let incoming = within(server.accept()).await.unwrap();
     // A body that would be an oversize frame header if it were fed to the frame parser.
     incoming
@@ -536,12 +537,7 @@ async fn dropping_a_call_cancels_it() {
 
 #[tokio::test]
 async fn a_send_cut_short_by_a_401_reports_the_401() {
-    let mut server = TestServer::start().await.unwrap();
-    let client = Client::new().unwrap();
-    let mut call = client
-        .bidi(&server.origin(), PATH, cli_headers())
-        .await
-        .unwrap();
+    let (mut server, _client, mut call) = fresh_call().await;
     let incoming = within(server.accept()).await.unwrap();
     // The server refuses without reading the body; h2 then resets the request stream.
     incoming
@@ -561,12 +557,7 @@ async fn a_send_cut_short_by_a_401_reports_the_401() {
 /// A call to a fresh loopback server with its first message sent, and the server's side of it
 /// (server and client are returned to keep them alive).
 async fn started_call() -> (TestServer, Client, BidiCall, ServerCall) {
-    let mut server = TestServer::start().await.unwrap();
-    let client = Client::new().unwrap();
-    let mut call = client
-        .bidi(&server.origin(), PATH, cli_headers())
-        .await
-        .unwrap();
+    let (mut server, client, mut call) = fresh_call().await;
     call.send(b"go").await.unwrap();
     let incoming = within(server.accept()).await.unwrap();
     (server, client, call, incoming)

@@ -77,15 +77,7 @@ impl HeadlessTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| (*value).to_owned())
-        }
-    }
+    use crate::provider::test_env::lookup;
 
     #[test]
     fn an_access_token_alone_is_headless_without_refresh() {

@@ -81,6 +81,8 @@ mod models;
 mod orchestrator;
 mod profile;
 mod retry_words;
+#[cfg(test)]
+mod test_env;
 mod turn;
 mod unavailable;
 mod usage;

@@ -184,12 +184,7 @@ mod tests {
     }
 
     fn env_with(pairs: &[(&str, &str)]) -> PiEnv {
-        PiEnv::from_lookup(|name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| (*value).into())
-        })
+        PiEnv::from_lookup(crate::provider::test_env::lookup(pairs))
     }
 
     #[test]
