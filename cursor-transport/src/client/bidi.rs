@@ -46,7 +46,6 @@ pub struct BidiCall {
     body: Option<h2::RecvStream>,
     headers: Option<HeaderMap>,
     decoder: Option<Decoder>,
-    response_compression: Option<Compression>,
     encoder: Encoder,
     end: Option<EndStream>,
     state: CallState,
@@ -69,7 +68,6 @@ impl BidiCall {
             body: None,
             headers: None,
             decoder: None,
-            response_compression: None,
             encoder: Encoder::new(compression).with_max_message_size(max_message_size),
             end: None,
             state: CallState::Open,
@@ -194,10 +192,11 @@ impl BidiCall {
         result
     }
 
-    /// The response's `connect-content-encoding`, once its head arrived: what compressed
-    /// frames of the body are compressed with (for callers of [`recv_data`](Self::recv_data)).
+    /// The response's `connect-content-encoding`, once its head arrived and while the call
+    /// has not failed: what compressed frames of the body are compressed with (for callers of
+    /// [`recv_data`](Self::recv_data)).
     pub fn response_compression(&self) -> Option<Compression> {
-        self.response_compression
+        self.decoder.as_ref().map(Decoder::compression)
     }
 
     /// The largest message this call accepts (the client's
@@ -305,7 +304,6 @@ impl BidiCall {
                 })?,
         };
         self.decoder = Some(Decoder::new(compression).with_max_message_size(self.max_message_size));
-        self.response_compression = Some(compression);
         self.body = Some(body);
         self.headers = Some(parts.headers);
         Ok(())

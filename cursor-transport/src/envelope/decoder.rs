@@ -82,6 +82,11 @@ impl Decoder {
         self.max_message_size
     }
 
+    /// What compressed frames are inflated with (the call's negotiated encoding).
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
     /// Whether the end-of-stream frame has been decoded.
     pub fn is_ended(&self) -> bool {
         self.ended
