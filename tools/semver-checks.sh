@@ -21,12 +21,11 @@ if ! command -v cargo-semver-checks >/dev/null 2>&1; then
   fi
 fi
 
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
-baseline=${SEMVER_BASELINE:-v$version}
 # The crates published to the registry; examples and test crates are publish = false.
-crates=(cursor-proto cursor-auth cursor-identity cursor-transport cursor-agent cursor-inference cursor-catalog cursor-pi-adapter)
+source tools/publishable.sh
+baseline=${SEMVER_BASELINE:-v$workspace_version}
 args=()
-for crate in "${crates[@]}"; do args+=(--package "$crate"); done
+for crate in "${publishable_crates[@]}"; do args+=(--package "$crate"); done
 
 if git rev-parse --verify --quiet "$baseline^{commit}" >/dev/null; then
   echo "semver-checks.sh: baseline $baseline"
