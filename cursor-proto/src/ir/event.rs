@@ -37,6 +37,14 @@ pub enum Event {
     Error(ErrorInfo),
     /// The host cancelled the turn.
     Aborted,
+    /// The backend named the model that actually serves this turn, which may differ from the
+    /// one requested (a router or an alias resolved it): the agent channel's
+    /// `InteractionUpdate.routed_model`, the inference channel's `run_ready.resolved_model`.
+    /// Informational; it never changes how the turn is handled.
+    ModelResolved {
+        /// The served model's name as the backend gave it (a display name or a slug).
+        model: String,
+    },
     /// Something went wrong that does not end the turn but costs the user later (a resume
     /// handle that could not be written, a corrupt one set aside): never swallowed silently.
     Warning(Warning),
@@ -134,6 +142,13 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&event).unwrap(),
             json!({"type": "done", "reason": "toolUse"})
+        );
+        let resolved = Event::ModelResolved {
+            model: "Grok 4.7".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&resolved).unwrap(),
+            json!({"type": "modelResolved", "model": "Grok 4.7"})
         );
         let error = Event::Error(ErrorInfo::new(ErrorKind::Auth, "expired", NextStep::Login));
         assert_eq!(
