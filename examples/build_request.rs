@@ -72,6 +72,10 @@ fn bash_tool() -> McpToolDefinition {
         input_schema: Some(schema),
         provider_identifier: "pi".into(),
         tool_name: "bash".into(),
+        // The same schema as JSON text, for servers that read the newer field.
+        input_schema_json:
+            r#"{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}"#
+                .into(),
     }
 }
 

@@ -59,6 +59,15 @@ pub enum ExecOutcome {
     Thrown,
     /// `request_context` answered with the workspace paths and tool list only.
     ContextReported,
+    /// `mcp_state_exec_args` answered with the host's MCP projection: the tools the run
+    /// advertised, under the host's provider identifier, and nothing else.
+    McpStateReported {
+        /// How many servers the answer listed (one, or none when the request named other
+        /// servers or only asked for a refresh).
+        servers: usize,
+        /// How many tools the answer listed.
+        tools: usize,
+    },
     /// A native request translated into a call of the host tool `tool`; the host's result will
     /// be encoded back into the native result shape.
     Translated {

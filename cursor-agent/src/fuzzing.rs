@@ -15,11 +15,16 @@ use prost::Message as _;
 
 use crate::{AgentEvent, AgentRun, RunConfig, StreamOutcome};
 
-/// Exec arm field numbers the structured op picks from (every known arm plus unknown ones).
-const EXEC_FIELDS: [u8; 40] = [
-    2, 3, 4, 5, 7, 8, 9, 10, 11, 14, 16, 17, 18, 20, 21, 22, 23, 27, 28, 29, 30, 31, 36, 37, 38,
-    40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 6, 33, 60,
-];
+/// Exec arm field numbers the structured op picks from: every row of the exec table, then
+/// numbers no row has (unknown arms).
+static EXEC_FIELDS: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
+    crate::ExecArm::ALL
+        .iter()
+        .filter_map(|arm| arm.field_number())
+        .filter_map(|number| u8::try_from(number).ok())
+        .chain([6, 33, 60])
+        .collect()
+});
 
 /// True when `frame` is something the policy may send: a native result that claims work
 /// happened (success, failure, output) only while the host's own tool results are being
@@ -84,6 +89,23 @@ pub fn is_allowed_transmit(frame: &AgentClientMessage, host_results: bool) -> bo
             Some(mcp_result::Result::Success(_)) => host_results,
             Some(mcp_result::Result::ToolNotFound(_)) => true,
             Some(mcp_result::Result::Error(_) | mcp_result::Result::Rejected(_)) | None => false,
+        },
+        Reply::MiniSweAgentBashResult(r) => gate(
+            r.result.is_some(),
+            matches!(r.result, Some(w::shell_result::Result::Rejected(_))),
+        ),
+        // The host's MCP projection only: every listed tool is under the server it is listed
+        // in, and nothing reports an error or a refusal the client never had.
+        Reply::McpStateExecResult(r) => match &r.result {
+            Some(w::mcp_state_exec_result::Result::Success(success)) => {
+                success.servers.iter().all(|server| {
+                    server
+                        .tools
+                        .iter()
+                        .all(|tool| tool.provider_identifier == server.server_identifier)
+                })
+            }
+            _ => false,
         },
         Reply::ShellStream(r) => gate(
             r.event.is_some(),
@@ -156,12 +178,13 @@ fn arm_tag(bytes: &[u8], not_arms: &[u32]) -> Option<u32> {
 
 /// The `ExecClientMessage` arm that answers the `ExecServerMessage` arm `request`: the same
 /// field number, except the arms 45–51, whose results sit one number higher (results
-/// 46–52). Read from the schema, not from the policy code, so the oracle cannot share its bugs.
+/// 46–52), and 52 `mini_swe_agent_bash_args`, answered at 55 (field-reports §2). Read from the
+/// schema, not from the policy code, so the oracle cannot share its bugs.
 fn reply_tag_for(request: u32) -> u32 {
-    if (45..=51).contains(&request) {
-        request + 1
-    } else {
-        request
+    match request {
+        45..=51 => request + 1,
+        52 => 55,
+        _ => request,
     }
 }
 

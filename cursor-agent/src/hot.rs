@@ -18,6 +18,14 @@ use cursor_proto::agent::v1::{
     kv_server_message::Message as Kv,
 };
 
+/// The field numbers of `InteractionUpdate.message`'s arms (any other field is skipped as
+/// unknown, as prost skips it).
+macro_rules! update_arms {
+    () => {
+        1..=24 | 26 | 27
+    };
+}
+
 /// Protobuf wire types this reader skips; groups (3, 4) and 6, 7 go to prost.
 const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
@@ -170,7 +178,7 @@ fn update(body: &[u8]) -> Option<HotFrame<'_>> {
     let mut message_started_at_ms = None;
     while !reader.0.is_empty() {
         let (field, wire) = reader.key()?;
-        if arm.is_some() && matches!(field, 1..=22) {
+        if arm.is_some() && matches!(field, update_arms!()) {
             return None;
         }
         arm = Some(match (field, wire) {
@@ -186,7 +194,7 @@ fn update(body: &[u8]) -> Option<HotFrame<'_>> {
                 message_started_at_ms = Some(reader.varint()?);
                 continue;
             }
-            (1..=22 | 25, _) => return None,
+            (update_arms!() | 25, _) => return None,
             _ => {
                 reader.skip(wire)?;
                 continue;

@@ -1,7 +1,7 @@
-//! What a native exec asked for, in host terms: the capability it needs and the command, path or
-//! pattern it carried. Redirect texts embed it; translation ranks host tools by its capability.
+//! What a native exec asked for, in host terms: the one vocabulary that redirect texts embed,
+//! ranking scores host tools against, and translation turns into a host tool call.
 
-use crate::shell::{find_command, operand, shell_quote};
+use crate::shell::{find_command, in_directory, operand, shell_quote};
 
 /// A capability a host tool may offer. The vocabulary is per native exec case, so it only grows
 /// when Cursor adds a case (which the exec table already forces a commit for).
@@ -91,20 +91,33 @@ impl Capability {
     }
 }
 
-/// The request a native exec carried.
+/// One replacement of an edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Replacement {
+    pub(crate) old_text: String,
+    pub(crate) new_text: String,
+}
+
+/// What a native request asks the host to do, independent of which tool does it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Intent {
+    /// `cwd`: the directory the command must run in, when the request named one.
     Command {
         command: String,
+        cwd: Option<String>,
     },
     Read {
         path: String,
+        offset: Option<i32>,
+        limit: Option<i32>,
     },
     Write {
         path: String,
+        content: String,
     },
     Edit {
         path: String,
+        edits: Vec<Replacement>,
     },
     Delete {
         path: String,
@@ -112,13 +125,20 @@ pub(crate) enum Intent {
     Search {
         pattern: String,
         path: Option<String>,
+        glob: Option<String>,
+        ignore_case: Option<bool>,
+        literal: Option<bool>,
+        context: Option<i32>,
+        limit: Option<i32>,
     },
     Find {
         pattern: String,
         path: Option<String>,
+        limit: Option<i32>,
     },
     List {
         path: String,
+        limit: Option<i32>,
     },
     Fetch {
         url: String,
@@ -128,6 +148,23 @@ pub(crate) enum Intent {
 }
 
 impl Intent {
+    /// A command with no working directory.
+    pub(crate) fn command(command: impl Into<String>) -> Self {
+        Self::Command {
+            command: command.into(),
+            cwd: None,
+        }
+    }
+
+    /// A whole-file read.
+    pub(crate) fn read(path: impl Into<String>) -> Self {
+        Self::Read {
+            path: path.into(),
+            offset: None,
+            limit: None,
+        }
+    }
+
     pub(crate) fn capability(&self) -> Option<Capability> {
         Some(match self {
             Self::Command { .. } => Capability::Command,
@@ -143,25 +180,89 @@ impl Intent {
         })
     }
 
-    /// The same request as a shell command, for when only a command tool can serve it. Writes
-    /// and edits are not turned into commands: their content cannot be embedded faithfully.
+    /// The same request as a POSIX shell command, when it can be expressed faithfully (edits,
+    /// fetches and unknown requests cannot). Listings use `ls -1Ap` so directories carry a
+    /// trailing `/`; a delete reports the pre-delete size (`D0:<bytes>`), which the backend
+    /// needs (PROTOCOL-AGENT §5.1).
     pub(crate) fn as_command(&self) -> Option<String> {
         Some(match self {
-            Self::Command { command } => command.clone(),
-            Self::Read { path } => format!("cat -- {}", operand(path)),
-            Self::Delete { path } => format!("rm -- {}", operand(path)),
-            Self::Search { pattern, path } => format!(
-                "grep -rn -- {} {}",
-                shell_quote(pattern),
-                operand(path.as_deref().unwrap_or("."))
-            ),
-            Self::Find { pattern, path } => find_command(pattern, path.as_deref(), None),
-            Self::List { path } => format!("ls -la -- {}", operand(path)),
-            Self::Write { .. } | Self::Edit { .. } | Self::Fetch { .. } | Self::Other => {
-                return None;
+            Self::Command { command, cwd } => match cwd {
+                Some(dir) => in_directory(dir, command),
+                None => command.clone(),
+            },
+            Self::Read {
+                path,
+                offset,
+                limit,
+            } => match (offset, limit) {
+                (None, None) => format!("cat -- {}", operand(path)),
+                _ => {
+                    let first = offset.unwrap_or(1).max(1);
+                    let last = limit.map_or_else(
+                        || "$".to_owned(),
+                        |l| (i64::from(first) + i64::from(l.max(1)) - 1).to_string(),
+                    );
+                    format!("sed -n '{first},{last}p' -- {}", operand(path))
+                }
+            },
+            // printf keeps the content byte for byte (single quotes escape everything).
+            Self::Write { path, content } => {
+                format!("printf '%s' {} > {}", shell_quote(content), operand(path))
             }
+            Self::Delete { path } => delete_composite(path),
+            Self::Search {
+                pattern,
+                path,
+                glob,
+                ignore_case,
+                literal,
+                context,
+                limit,
+            } => {
+                let mut command = String::from("grep -rn");
+                if *ignore_case == Some(true) {
+                    command.push_str(" -i");
+                }
+                if *literal == Some(true) {
+                    command.push_str(" -F");
+                }
+                if let Some(context) = context.filter(|c| *c > 0) {
+                    command.push_str(&format!(" -C {context}"));
+                }
+                if let Some(glob) = glob {
+                    command.push_str(&format!(" --include={}", shell_quote(glob)));
+                }
+                command.push_str(&format!(
+                    " -- {} {}",
+                    shell_quote(pattern),
+                    operand(path.as_deref().unwrap_or("."))
+                ));
+                if let Some(limit) = limit.filter(|l| *l > 0) {
+                    command.push_str(&format!(" | head -n {limit}"));
+                }
+                command
+            }
+            Self::Find {
+                pattern,
+                path,
+                limit,
+            } => find_command(pattern, path.as_deref(), *limit),
+            Self::List { path, limit } => {
+                let mut command = format!("ls -1Ap -- {}", operand(path));
+                if let Some(limit) = limit.filter(|l| *l > 0) {
+                    command.push_str(&format!(" | head -n {limit}"));
+                }
+                command
+            }
+            Self::Edit { .. } | Self::Fetch { .. } | Self::Other => return None,
         })
     }
+}
+
+/// `sz=$(wc -c < PATH) && rm -- PATH && printf 'D0:%s\n' "$sz"`.
+pub(crate) fn delete_composite(path: &str) -> String {
+    let path = operand(path);
+    format!("sz=$(wc -c < {path}) && rm -- {path} && printf 'D0:%s\\n' \"$sz\"")
 }
 
 #[cfg(test)]
@@ -173,9 +274,34 @@ mod tests {
         let delete = Intent::Delete {
             path: "a b.txt".into(),
         };
-        assert_eq!(delete.as_command().as_deref(), Some("rm -- 'a b.txt'"));
-        assert_eq!(Intent::Write { path: "x".into() }.as_command(), None);
+        assert_eq!(
+            delete.as_command().as_deref(),
+            Some("sz=$(wc -c < 'a b.txt') && rm -- 'a b.txt' && printf 'D0:%s\\n' \"$sz\"")
+        );
+        let edit = Intent::Edit {
+            path: "x".into(),
+            edits: Vec::new(),
+        };
+        assert_eq!(edit.as_command(), None);
         assert_eq!(Intent::Other.capability(), None);
+    }
+
+    #[test]
+    fn writes_and_partial_reads_become_faithful_commands() {
+        let write = Intent::Write {
+            path: "x".into(),
+            content: "it's\n".into(),
+        };
+        assert_eq!(
+            write.as_command().unwrap(),
+            "printf '%s' 'it'\\''s\n' > 'x'"
+        );
+        let read = Intent::Read {
+            path: "f".into(),
+            offset: Some(3),
+            limit: Some(2),
+        };
+        assert_eq!(read.as_command().unwrap(), "sed -n '3,4p' -- 'f'");
     }
 
     #[test]

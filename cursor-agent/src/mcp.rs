@@ -7,10 +7,11 @@ use cursor_proto::agent::v1::{
 };
 use cursor_proto::ir::{ImageFormat, Tool, ToolCall, ToolResult, ToolResultContent};
 
-use crate::Limits;
 use crate::json_value;
+use crate::{HostProfile, Limits};
 
-/// The host's tools as the run request's MCP catalog.
+/// The host's tools as the run request's MCP catalog. Each schema rides twice: as a protobuf
+/// `Value` and as JSON text, the newer servers' alternative (field-reports §1).
 pub(crate) fn definitions(tools: &[Tool], provider: &str) -> Vec<McpToolDefinition> {
     tools
         .iter()
@@ -20,8 +21,39 @@ pub(crate) fn definitions(tools: &[Tool], provider: &str) -> Vec<McpToolDefiniti
             input_schema: Some(json_value::to_proto(&tool.parameters)),
             provider_identifier: provider.to_owned(),
             tool_name: tool.name.clone(),
+            input_schema_json: tool.parameters.to_string(),
         })
         .collect()
+}
+
+/// The answer to `mcp_state_exec_args` (field-reports §1): one server, the host's projection,
+/// listing exactly the tools the run advertised. `server_identifiers` narrows the answer to the
+/// servers named (none named means all); `kick_only` asks only for a refresh, which a host
+/// projection has nothing to do for, so it is acknowledged with no servers. Also returns how
+/// many servers and tools the answer lists, for the audit record.
+pub(crate) fn state(
+    args: &wire::McpStateExecArgs,
+    profile: &HostProfile,
+    advertised: &[McpToolDefinition],
+) -> (wire::McpStateExecResult, usize, usize) {
+    let ours = &profile.provider_identifier;
+    let named = args.server_identifiers.is_empty() || args.server_identifiers.contains(ours);
+    let servers: Vec<wire::McpStateServer> = (named && !args.kick_only)
+        .then(|| wire::McpStateServer {
+            server_name: profile.display_name.clone(),
+            server_identifier: ours.clone(),
+            tools: advertised.to_vec(),
+        })
+        .into_iter()
+        .collect();
+    let tools = servers.iter().map(|s| s.tools.len()).sum();
+    let count = servers.len();
+    let result = wire::McpStateExecResult {
+        result: Some(wire::mcp_state_exec_result::Result::Success(
+            wire::McpStateSuccess { servers },
+        )),
+    };
+    (result, count, tools)
 }
 
 /// The host tool name an `mcp_args` asks for: `tool_name` (or `name`), `mcp_pi_` stripped.

@@ -5,6 +5,7 @@
 //! capability word appears in its description. Ties keep registration order.
 
 use cursor_proto::ir::Tool;
+use serde_json::Value;
 
 use crate::intent::Capability;
 
@@ -68,7 +69,7 @@ pub(crate) fn best_for(tools: &[Tool], capability: Capability) -> Option<&Tool> 
 
 fn score(tool: &Tool, capability: Capability) -> u8 {
     // A code-mode tool can do anything, so its description would win every match (§5.1).
-    if crate::translate::is_codemode(tool) {
+    if is_codemode(tool) {
         return 0;
     }
     let name = tool.name.to_ascii_lowercase();
@@ -156,12 +157,50 @@ pub(crate) fn rank_by_shared_words(tools: &[Tool], requested: &str) -> Vec<Strin
         .collect()
 }
 
+/// True for a tool whose schema takes `code` and whose name or description says code mode.
+pub(crate) fn is_codemode(tool: &Tool) -> bool {
+    let takes_code = tool
+        .parameters
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| p.contains_key("code"));
+    if !takes_code {
+        return false;
+    }
+    let name = words(&tool.name);
+    let description = words(&tool.description);
+    let says = |w: &[String]| {
+        w.iter().any(|w| w == "codemode")
+            || w.windows(2)
+                .any(|pair| pair[0] == "code" && pair[1] == "mode")
+    };
+    says(&name) || says(&description)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tool(name: &str, description: &str, parameters: serde_json::Value) -> Tool {
+    #[test]
+    fn code_mode_needs_both_the_code_property_and_the_words() {
+        let codemode = Tool::new(
+            "codemode",
+            "Run JavaScript",
+            json!({"properties": {"code": {}}}),
+        );
+        assert!(is_codemode(&codemode));
+        let described = Tool::new(
+            "js",
+            "Code mode runner",
+            json!({"properties": {"code": {}}}),
+        );
+        assert!(is_codemode(&described));
+        let editor = Tool::new("code_search", "", json!({"properties": {"query": {}}}));
+        assert!(!is_codemode(&editor));
+    }
+
+    fn tool(name: &str, description: &str, parameters: Value) -> Tool {
         Tool::new(name, description, parameters)
     }
 

@@ -119,13 +119,13 @@ fn arguments(tool: &Tool, capability: Capability, intent: &Intent) -> Option<Str
         }
         (
             _,
-            Intent::Read { path }
-            | Intent::Write { path }
-            | Intent::Edit { path }
+            Intent::Read { path, .. }
+            | Intent::Write { path, .. }
+            | Intent::Edit { path, .. }
             | Intent::Delete { path }
-            | Intent::List { path },
+            | Intent::List { path, .. },
         ) => vec![(key(&PATH_KEYS, "path"), path.as_str())],
-        (_, Intent::Search { pattern, path } | Intent::Find { pattern, path }) => {
+        (_, Intent::Search { pattern, path, .. } | Intent::Find { pattern, path, .. }) => {
             let mut pairs = vec![(key(&PATTERN_KEYS, "pattern"), pattern.as_str())];
             if let Some(path) = path {
                 pairs.push((key(&PATH_KEYS, "path"), path.as_str()));
@@ -176,9 +176,7 @@ mod tests {
             prefix: "mcp_pi_",
             host: "acme",
         };
-        let intent = Intent::Command {
-            command: "vainfo --display drm".into(),
-        };
+        let intent = Intent::command("vainfo --display drm");
         assert_eq!(
             redirector.text("Shell", &intent, false),
             "Cursor native tool Shell is disabled in this session: acme runs local work only through its MCP tools. To run a command from acme, call the MCP tool `mcp_pi_ctx_shell` with {\"command\": \"vainfo --display drm\"}. No operation was performed."
@@ -193,13 +191,7 @@ mod tests {
             prefix: "mcp_pi_",
             host: "acme",
         };
-        let text = redirector.text(
-            "Read",
-            &Intent::Read {
-                path: "/etc/hosts".into(),
-            },
-            true,
-        );
+        let text = redirector.text("Read", &Intent::read("/etc/hosts"), true);
         assert_eq!(
             text,
             "STOP calling Cursor native tools: they are disabled and nothing runs. Call the MCP tool `mcp_pi_read` with {\"path\": \"/etc/hosts\"} instead. No operation was performed."
@@ -222,7 +214,9 @@ mod tests {
             false,
         );
         assert!(
-            text.contains("`mcp_pi_ctx_shell` with {\"command\": \"rm -- 'a.txt'\"}"),
+            text.contains(
+                "`mcp_pi_ctx_shell` with {\"command\": \"sz=$(wc -c < 'a.txt') && rm -- 'a.txt' && "
+            ),
             "{text}"
         );
     }
@@ -259,13 +253,7 @@ mod tests {
             prefix: "mcp_pi_",
             host: "acme",
         };
-        let text = redirector.text(
-            "Shell",
-            &Intent::Command {
-                command: "ls".into(),
-            },
-            false,
-        );
+        let text = redirector.text("Shell", &Intent::command("ls"), false);
         assert!(text.ends_with(NOTHING_RAN));
         assert_eq!(redirector.command_tool(), None);
     }
@@ -285,6 +273,11 @@ mod tests {
         let intent = Intent::Search {
             pattern: "fn main".into(),
             path: Some("src".into()),
+            glob: None,
+            ignore_case: None,
+            literal: None,
+            context: None,
+            limit: None,
         };
         let text = redirector.text("Grep", &intent, false);
         assert!(

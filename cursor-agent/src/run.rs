@@ -23,7 +23,7 @@ use crate::event_queue::{Delta, EventQueue};
 use crate::hot::Hot;
 use crate::ids::IdSource;
 use crate::intent::Intent;
-use crate::policy::{Decision, ExecArm, Refusal, Row, decide};
+use crate::policy::{Decision, ExecArm, Refusal, decide};
 use crate::redirect::Redirector;
 use crate::resume::ResumeSeed;
 use crate::text_window::TextWindow;
@@ -88,6 +88,8 @@ pub struct AgentRun {
     failure: Option<AgentError>,
     /// The response body's Connect envelopes, for [`handle_server_data`](Self::handle_server_data).
     body: Decoder,
+    /// The served model the server last named (`routed_model`), reported once per change.
+    routed_model: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,6 +223,7 @@ impl AgentRun {
             raw_state: opening.raw_state,
             failure: None,
             body: Decoder::new(Compression::Identity),
+            routed_model: None,
         })
     }
 
@@ -693,6 +696,19 @@ impl AgentRun {
                 self.on_turn_ended(ended);
                 Ok(())
             }
+            // The model that actually served the turn (field-reports §2); reported once per
+            // change, and never when the server names none.
+            Some(Update::RoutedModel(routed)) => {
+                if routed.display_name.is_empty()
+                    || self.routed_model.as_deref() == Some(routed.display_name.as_str())
+                {
+                    return Ok(());
+                }
+                self.routed_model = Some(routed.display_name.clone());
+                self.emit(Event::ModelResolved {
+                    model: routed.display_name,
+                })
+            }
             // Liveness, informational and unknown update arms are ignored (§4.1); heartbeats
             // are explicitly not work.
             _ => Ok(()),
@@ -779,16 +795,15 @@ impl AgentRun {
                 "exec id {id} reused while pending"
             )));
         }
-        let native = exec.message.as_ref().and_then(translate::Native::from_exec);
-        let Row { arm, decision } = decide(exec.message);
+        let (arm, decision) = decide(exec.message);
         let exec_id = exec.exec_id;
         match decision {
             // Native translation: a host tool call when a host tool can serve the request,
             // the typed refusal otherwise (§5.1).
-            Decision::Translatable { refusal, intent } => {
-                match native.and_then(|native| translate::plan(native, &self.live_tools)) {
+            Decision::Translate { native, refusal } => {
+                match translate::plan(&native, &self.live_tools) {
                     Some(translation) => self.translate(id, exec_id, arm, translation, now),
-                    None => self.refuse(id, &exec_id, arm, refusal, &intent),
+                    None => self.refuse(id, &exec_id, arm, refusal, &native.intent()),
                 }
             }
             Decision::Refuse { refusal, intent } => {
@@ -803,6 +818,18 @@ impl AgentRun {
                 ));
                 self.transmits.push_back(frames::stream_close(id));
                 self.audit(id, arm, ExecOutcome::ContextReported);
+                Ok(())
+            }
+            Decision::ReportMcpState(args) => {
+                let (result, servers, tools) =
+                    mcp::state(&args, &self.config.profile, &self.definitions);
+                self.transmits.push_back(frames::exec_reply(
+                    id,
+                    &exec_id,
+                    Reply::McpStateExecResult(result),
+                ));
+                self.transmits.push_back(frames::stream_close(id));
+                self.audit(id, arm, ExecOutcome::McpStateReported { servers, tools });
                 Ok(())
             }
             Decision::Lift(args) => self.lift(id, exec_id, &args, now),

@@ -444,6 +444,7 @@ async fn heartbeats_keep_the_stream_warm_while_the_host_runs_its_tools() {
                 tool_call_id: "c1".into(),
                 provider_identifier: "pi".into(),
                 args: Default::default(),
+                server_identifier: "pi".into(),
             })),
             ..Default::default()
         })),

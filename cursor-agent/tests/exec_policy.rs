@@ -88,7 +88,7 @@ fn sample(arm: ExecArm) -> Exec {
         ExecArm::ForceBackgroundSubagent => {
             Exec::ForceBackgroundSubagentArgs(w::ForceBackgroundSubagentArgs {})
         }
-        ExecArm::McpStateExec => Exec::McpStateExecArgs(w::McpStateExecArgs {}),
+        ExecArm::McpStateExec => Exec::McpStateExecArgs(w::McpStateExecArgs::default()),
         ExecArm::SubagentAwait => Exec::SubagentAwaitArgs(w::SubagentAwaitArgs {}),
         ExecArm::SmartModeClassifier => {
             Exec::SmartModeClassifierArgs(w::SmartModeClassifierArgs {})
@@ -129,6 +129,18 @@ fn sample(arm: ExecArm) -> Exec {
             ..Default::default()
         }),
         ExecArm::PiLs => Exec::PiLsArgs(w::PiLsExecArgs::default()),
+        ExecArm::MiniSweAgentBash => Exec::MiniSweAgentBashArgs(w::ShellArgs {
+            command: "make test".into(),
+            working_directory: "/w".into(),
+            ..Default::default()
+        }),
+        ExecArm::ConversationSearch => {
+            Exec::ConversationSearchArgs(w::ConversationSearchArgs::default())
+        }
+        ExecArm::AgentStoreConflict => {
+            Exec::AgentStoreConflictArgs(w::AgentStoreConflictArgs::default())
+        }
+        ExecArm::Adopt => Exec::AdoptArgs(w::AdoptArgs::default()),
         other => panic!("no sample for {other:?}"),
     }
 }
@@ -157,6 +169,12 @@ fn expected(arm: ExecArm, reason: String) -> Option<Reply> {
         }),
         ExecArm::ShellStream => Reply::ShellStream(w::ShellStream {
             event: Some(w::shell_stream::Event::Rejected(shell_rejected("echo hi"))),
+        }),
+        // Answered at result field 55, in the shell result's shape (field-reports §2).
+        ExecArm::MiniSweAgentBash => Reply::MiniSweAgentBashResult(w::ShellResult {
+            result: Some(w::shell_result::Result::Rejected(shell_rejected(
+                "make test",
+            ))),
         }),
         ExecArm::Write => Reply::WriteResult(w::WriteResult {
             result: Some(w::write_result::Result::Rejected(path_rejected("a.txt"))),
@@ -247,13 +265,13 @@ fn expected(arm: ExecArm, reason: String) -> Option<Reply> {
     })
 }
 
-/// The arms answered with `throw` because their results have no refusal shape.
-const THROWN: [ExecArm; 12] = [
+/// The arms answered with `throw` because their results have no refusal shape (or none a
+/// public source gives).
+const THROWN: [ExecArm; 14] = [
     ExecArm::ExecuteHook,
     ExecArm::Subagent,
     ExecArm::ForceBackgroundShell,
     ExecArm::ForceBackgroundSubagent,
-    ExecArm::McpStateExec,
     ExecArm::SubagentAwait,
     ExecArm::SmartModeClassifier,
     ExecArm::CanvasDiagnostics,
@@ -261,6 +279,9 @@ const THROWN: [ExecArm; 12] = [
     ExecArm::McpAllowlistPrecheck,
     ExecArm::WebFetchAllowlistPrecheck,
     ExecArm::GitDiffRequest,
+    ExecArm::ConversationSearch,
+    ExecArm::AgentStoreConflict,
+    ExecArm::Adopt,
 ];
 
 fn reason_of(reply: &Reply) -> String {
@@ -407,6 +428,8 @@ fn request_context_reports_only_workspace_paths_and_the_tool_list() {
     assert_eq!(harness.run.misses(), 0, "context requests are not misses");
 }
 
+/// The redirect is the call that would do what was asked, where it was asked (the request's
+/// working directory included).
 #[test]
 fn redirects_embed_the_original_command_or_path() {
     let mut harness = Harness::refusing();
@@ -414,7 +437,7 @@ fn redirects_embed_the_original_command_or_path() {
     let reason = reason_of(exec_reply(&harness.sent[0]).message.as_ref().unwrap());
     assert_eq!(
         reason,
-        "Cursor native tool Shell is disabled in this session: pi runs local work only through its MCP tools. To run a command from pi, call the MCP tool `mcp_pi_bash` with {\"command\": \"ls -la\"}. No operation was performed."
+        "Cursor native tool Shell is disabled in this session: pi runs local work only through its MCP tools. To run a command from pi, call the MCP tool `mcp_pi_bash` with {\"command\": \"cd -- '/w' && {\\nls -la\\n}\"}. No operation was performed."
     );
     let mut harness = Harness::refusing();
     harness.exec(1, sample(ExecArm::Read));
@@ -427,7 +450,8 @@ fn redirects_embed_the_original_command_or_path() {
 
 /// NOTES §1: the older spec table numbers 32–36 differently from the extracted schema. One
 /// fixture per disputed number, so a live capture can settle it: today 32–35 are unknown arms
-/// (thrown) and 36 is `mcp_state_exec_args` (thrown), never the spec's plan-mode ack.
+/// (thrown) and 36 is `mcp_state_exec_args`, answered with the host's MCP state
+/// (field-reports §1), never the spec's plan-mode ack.
 #[test]
 fn disputed_numbers_32_to_36_follow_the_extracted_schema() {
     for field in 32..=36u32 {
@@ -447,15 +471,77 @@ fn disputed_numbers_32_to_36_follow_the_extracted_schema() {
                 _ => None,
             })
             .expect("answered");
-        let expected_arm = if field == 36 {
-            ExecArm::McpStateExec
+        let expected = if field == 36 {
+            (
+                ExecArm::McpStateExec,
+                ExecOutcome::McpStateReported {
+                    servers: 1,
+                    tools: 2,
+                },
+            )
         } else {
-            ExecArm::Unknown
+            (ExecArm::Unknown, ExecOutcome::Thrown)
         };
-        assert_eq!(
-            (record.arm, record.outcome),
-            (expected_arm, ExecOutcome::Thrown),
-            "field {field}"
-        );
+        assert_eq!((record.arm, record.outcome), expected, "field {field}");
     }
+}
+
+/// The reply to an `mcp_state_exec_args` with these arguments, decoded.
+fn mcp_state(args: w::McpStateExecArgs) -> (w::McpStateSuccess, Vec<w::AgentClientMessage>) {
+    let mut harness = Harness::new();
+    harness.exec(7, Exec::McpStateExecArgs(args));
+    let sent = harness.take_sent();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let reply = exec_reply(&sent[0]);
+    assert_eq!((reply.id, reply.exec_id.as_str()), (7, "x7"));
+    let Some(Reply::McpStateExecResult(w::McpStateExecResult {
+        result: Some(w::mcp_state_exec_result::Result::Success(success)),
+    })) = reply.message.clone()
+    else {
+        panic!("not an MCP state success: {reply:?}")
+    };
+    assert_stream_close(&sent[1], 7);
+    assert_eq!(harness.run.misses(), 0, "a state request is not a miss");
+    (success, sent)
+}
+
+/// field-reports §1: a Grok model sends arm 36 before any tool use, and a client that throws
+/// it (or answers it empty) leaves the model without tools. The answer is the host's MCP
+/// projection: one server named after the host profile, listing exactly the advertised tools,
+/// each schema as a protobuf Value and as JSON text.
+#[test]
+fn mcp_state_lists_the_host_projection_with_every_advertised_tool_and_both_schemas() {
+    let (success, _) = mcp_state(w::McpStateExecArgs::default());
+    let [server] = success.servers.as_slice() else {
+        panic!("one server: {success:?}")
+    };
+    assert_eq!(server.server_identifier, "pi");
+    assert_eq!(server.server_name, "pi");
+    let names: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["bash", "read"]);
+    for tool in &server.tools {
+        assert_eq!(tool.provider_identifier, "pi");
+        assert!(tool.input_schema.is_some(), "{tool:?}");
+        let json: serde_json::Value = serde_json::from_str(&tool.input_schema_json).unwrap();
+        assert_eq!(json["type"], "object", "{tool:?}");
+    }
+}
+
+#[test]
+fn mcp_state_honours_server_identifiers_and_kick_only() {
+    let (named, _) = mcp_state(w::McpStateExecArgs {
+        server_identifiers: vec!["other".into(), "pi".into()],
+        kick_only: false,
+    });
+    assert_eq!(named.servers.len(), 1);
+    let (others, _) = mcp_state(w::McpStateExecArgs {
+        server_identifiers: vec!["other".into()],
+        kick_only: false,
+    });
+    assert!(others.servers.is_empty(), "{others:?}");
+    let (kicked, _) = mcp_state(w::McpStateExecArgs {
+        server_identifiers: Vec::new(),
+        kick_only: true,
+    });
+    assert!(kicked.servers.is_empty(), "{kicked:?}");
 }

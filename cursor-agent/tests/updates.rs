@@ -110,6 +110,57 @@ fn unknown_update_arms_and_ttft_are_ignored() {
     assert!(!h.run.is_finished());
 }
 
+/// field-reports §2: InteractionUpdate 23, 26 and 27 are tolerated and change nothing, and 24
+/// `routed_model` reaches the host once per model named, as the model that served the turn.
+#[test]
+fn newer_update_arms_are_tolerated_and_the_routed_model_is_reported_once() {
+    let mut h = Harness::new();
+    // 23, 26, 27 as a newer server sends them: each arm a message with a field inside.
+    for field in [23u32, 26, 27] {
+        let mut update = Vec::new();
+        prost::encoding::encode_key(
+            field,
+            prost::encoding::WireType::LengthDelimited,
+            &mut update,
+        );
+        update.extend([2, 0x08, 0x03]);
+        let mut frame = vec![0x0a, u8::try_from(update.len()).unwrap()];
+        frame.extend(update);
+        h.run.handle_server_bytes(&frame, h.now);
+    }
+    h.drain();
+    assert!(h.take_events().is_empty());
+    let routed = |name: &str| {
+        Update::RoutedModel(w::RoutedModelUpdate {
+            display_name: name.into(),
+        })
+    };
+    h.update(routed("Grok 4.7"));
+    h.update(routed("Grok 4.7"));
+    h.update(routed(""));
+    h.update(routed("Grok 4.7 Fast"));
+    let served: Vec<Event> = h
+        .take_events()
+        .into_iter()
+        .filter_map(|event| match event {
+            AgentEvent::Ir(event) => Some(event),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        served,
+        [
+            Event::ModelResolved {
+                model: "Grok 4.7".into()
+            },
+            Event::ModelResolved {
+                model: "Grok 4.7 Fast".into()
+            },
+        ]
+    );
+    assert!(!h.run.is_finished());
+}
+
 #[test]
 fn an_unknown_outer_arm_is_drift() {
     let mut h = Harness::new();

@@ -59,6 +59,7 @@ mod catalog;
 mod discovery;
 mod error;
 mod family;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod level;

@@ -68,6 +68,7 @@
 mod config;
 pub mod driver;
 mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod json;

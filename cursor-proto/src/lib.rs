@@ -68,6 +68,7 @@ pub mod uuid;
 pub mod wire;
 
 /// Entry points shared by the fuzz targets and the corpus replay test; not a stable API.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing {
     use crate::selected_context_blob::SelectedContextBlob;

@@ -57,6 +57,7 @@ fn sample_tool() -> agent::McpToolDefinition {
         input_schema: Some(object_schema()),
         provider_identifier: "pi".into(),
         tool_name: "bash".into(),
+        input_schema_json: r#"{"type":"object"}"#.into(),
     }
 }
 
@@ -459,11 +460,13 @@ fn server_requests_round_trip() {
         tool_call_id: "call_1".into(),
         provider_identifier: "pi".into(),
         tool_name: "mcp_pi_bash".into(),
+        server_identifier: "pi".into(),
     };
     assert_round_trips(&agent::ExecServerMessage {
         id: 1,
         exec_id: "e1".into(),
         accept_hook_additional_contexts: Some(true),
+        machine_id: Some("m-1".into()),
         message: Some(agent::exec_server_message::Message::McpArgs(mcp_args)),
     });
     assert_round_trips(&agent::ExecServerMessage {

@@ -127,7 +127,7 @@ fn interaction_update_with_message_started_at_ms_keeps_its_arm() {
         0x72, 0x04, // (14 << 3) | 2 = 114: turn_ended, 4 bytes
         0x08, 0x0a, // input_tokens = 10
         0x10, 0x03, // output_tokens = 3
-        0xb8, 0x01, 0x01, // (23 << 3) | 0 = 184: unknown field 23 = 1
+        0xf8, 0x01, 0x01, // (31 << 3) | 0 = 248: unknown field 31 = 1
     ];
     let update = InteractionUpdate::decode(bytes).expect("fixture decodes");
     assert_eq!(update.message_started_at_ms, Some(1000));
@@ -137,6 +137,20 @@ fn interaction_update_with_message_started_at_ms_keeps_its_arm() {
     assert_eq!(ended.input_tokens, Some(10));
     assert_eq!(ended.output_tokens, Some(3));
     assert_eq!(ended.cache_read_tokens, None);
+}
+
+/// field-reports §2: `routed_model = 24 {display_name}` names the model that served the turn.
+#[test]
+fn interaction_update_routed_model_at_24_carries_the_display_name() {
+    let bytes: &[u8] = &[
+        0xc2, 0x01, 0x0a, // (24 << 3) | 2 = 194 = 0xc2 0x01: routed_model, 10 bytes
+        0x0a, 0x08, b'G', b'r', b'o', b'k', b' ', b'4', b'.', b'7', // display_name
+    ];
+    let update = InteractionUpdate::decode(bytes).expect("fixture decodes");
+    let Some(interaction_update::Message::RoutedModel(routed)) = update.message else {
+        panic!("expected routed_model, got {:?}", update.message);
+    };
+    assert_eq!(routed.display_name, "Grok 4.7");
 }
 
 #[test]
@@ -212,9 +226,49 @@ fn disputed_field_36_is_mcp_state_exec_args() {
     assert_eq!(
         arm,
         Some(exec_server_message::Message::McpStateExecArgs(
-            McpStateExecArgs {}
+            McpStateExecArgs::default()
         ))
     );
+}
+
+/// field-reports §1: `McpStateExecArgs { repeated string server_identifiers = 1; bool
+/// kick_only = 2; }`.
+#[test]
+fn mcp_state_exec_args_carries_server_identifiers_and_kick_only() {
+    let bytes: &[u8] = &[
+        0x08, 0x04, // id = 4
+        0xa2, 0x02, 0x08, // (36 << 3) | 2: mcp_state_exec_args, 8 bytes
+        0x0a, 0x04, b'a', b'c', b'm', b'e', // server_identifiers = ["acme"]
+        0x10, 0x01, // kick_only = true
+    ];
+    let (_, arm) = exec_arm(bytes);
+    assert_eq!(
+        arm,
+        Some(exec_server_message::Message::McpStateExecArgs(
+            McpStateExecArgs {
+                server_identifiers: vec!["acme".into()],
+                kick_only: true,
+            }
+        ))
+    );
+}
+
+/// field-reports §2: arm 52 carries shell-shaped args, and `machine_id = 57` beside the oneof
+/// decodes without disturbing it.
+#[test]
+fn mini_swe_agent_bash_args_at_52_is_shell_shaped_beside_machine_id_57() {
+    let bytes: &[u8] = &[
+        0x08, 0x05, // id = 5
+        0xa2, 0x03, 0x04, // (52 << 3) | 2 = 418 = 0xa2 0x03: 4 bytes
+        0x0a, 0x02, b'l', b's', // command = "ls"
+        0xca, 0x03, 0x02, b'm', b'1', // (57 << 3) | 2 = 458 = 0xca 0x03: machine_id = "m1"
+    ];
+    let message = ExecServerMessage::decode(bytes).unwrap();
+    assert_eq!(message.machine_id.as_deref(), Some("m1"));
+    let Some(exec_server_message::Message::MiniSweAgentBashArgs(args)) = message.message else {
+        panic!("expected mini_swe_agent_bash_args, got {message:?}");
+    };
+    assert_eq!(args.command, "ls");
 }
 
 #[test]

@@ -75,6 +75,7 @@ mod auth;
 pub mod client;
 pub mod envelope;
 pub mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod headers;

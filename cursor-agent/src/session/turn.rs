@@ -205,6 +205,7 @@ impl State {
                     crate::ExecOutcome::Refused => "refused",
                     crate::ExecOutcome::Thrown => "thrown",
                     crate::ExecOutcome::ContextReported => "contextReported",
+                    crate::ExecOutcome::McpStateReported { .. } => "mcpStateReported",
                     crate::ExecOutcome::Translated { .. } => "translated",
                     crate::ExecOutcome::HostToolCall { .. } => "hostToolCall",
                     crate::ExecOutcome::ToolNotFound { .. } => "toolNotFound",

@@ -497,6 +497,7 @@ impl Exchange<'_> {
                 tool_call_id: format!("call-{id}"),
                 provider_identifier: self.provider.clone(),
                 tool_name: name.to_owned(),
+                server_identifier: self.provider.clone(),
             })),
             ..Default::default()
         }))

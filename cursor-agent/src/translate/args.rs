@@ -7,7 +7,7 @@
 use cursor_proto::ir::Tool;
 use serde_json::{Map, Value, json};
 
-use super::native::Op;
+use crate::intent::Intent;
 use crate::ranking::{COMMAND_KEYS, PATH_KEYS};
 use crate::shell::in_directory;
 
@@ -28,13 +28,14 @@ const CWD_KEYS: [&str; 5] = [
     "directory",
 ];
 
-/// The arguments for calling `tool` to perform `op` directly, or `None` when the tool's schema
-/// cannot express it.
-pub(crate) fn direct(tool: &Tool, op: &Op) -> Option<Value> {
+/// The arguments for calling `tool` to perform `intent` directly, or `None` when the tool's
+/// schema cannot express it. A delete is never direct: only the command form reports the
+/// pre-delete size the backend needs.
+pub(crate) fn direct(tool: &Tool, intent: &Intent) -> Option<Value> {
     let schema = Schema::of(tool);
     let mut args = Map::new();
-    match op {
-        Op::Run { command, cwd } => match (cwd, schema.declared(&CWD_KEYS)) {
+    match intent {
+        Intent::Command { command, cwd } => match (cwd, schema.declared(&CWD_KEYS)) {
             (Some(dir), Some(key)) => {
                 schema.put(&mut args, &COMMAND_KEYS, json!(command))?;
                 args.insert(key.to_owned(), json!(dir));
@@ -45,7 +46,7 @@ pub(crate) fn direct(tool: &Tool, op: &Op) -> Option<Value> {
             }
             (None, _) => schema.put(&mut args, &COMMAND_KEYS, json!(command))?,
         },
-        Op::Read {
+        Intent::Read {
             path,
             offset,
             limit,
@@ -54,11 +55,11 @@ pub(crate) fn direct(tool: &Tool, op: &Op) -> Option<Value> {
             schema.put_optional(&mut args, &["offset"], offset.map(Value::from))?;
             schema.put_optional(&mut args, &["limit"], limit.map(Value::from))?;
         }
-        Op::Write { path, content } => {
+        Intent::Write { path, content } => {
             schema.put(&mut args, &PATH_KEYS, json!(path))?;
             schema.put(&mut args, &CONTENT_KEYS, json!(content))?;
         }
-        Op::Edit { path, edits } => {
+        Intent::Edit { path, edits } => {
             schema.put(&mut args, &PATH_KEYS, json!(path))?;
             if schema.declares("edits") {
                 let old = schema.item_key("edits", &OLD_KEYS);
@@ -77,7 +78,7 @@ pub(crate) fn direct(tool: &Tool, op: &Op) -> Option<Value> {
                 schema.put(&mut args, &NEW_KEYS, json!(edit.new_text))?;
             }
         }
-        Op::Search {
+        Intent::Search {
             pattern,
             path,
             glob,
@@ -94,7 +95,7 @@ pub(crate) fn direct(tool: &Tool, op: &Op) -> Option<Value> {
             schema.put_optional(&mut args, &CONTEXT_KEYS, context.map(Value::from))?;
             schema.put_optional(&mut args, &["limit"], limit.map(Value::from))?;
         }
-        Op::Find {
+        Intent::Find {
             pattern,
             path,
             limit,
@@ -103,29 +104,25 @@ pub(crate) fn direct(tool: &Tool, op: &Op) -> Option<Value> {
             schema.put_optional(&mut args, &PATH_KEYS, path.clone().map(Value::from))?;
             schema.put_optional(&mut args, &["limit"], limit.map(Value::from))?;
         }
-        Op::List { path, limit } => {
+        Intent::List { path, limit } => {
             schema.put(&mut args, &PATH_KEYS, json!(path))?;
             schema.put_optional(&mut args, &["limit"], limit.map(Value::from))?;
         }
+        Intent::Delete { .. } | Intent::Fetch { .. } | Intent::Other => return None,
     }
     schema.satisfied_by(&args).then_some(Value::Object(args))
 }
 
 /// The arguments for running `command` through a command tool.
 pub(crate) fn command(tool: &Tool, command: &str) -> Option<Value> {
-    direct(
-        tool,
-        &Op::Run {
-            command: command.to_owned(),
-            cwd: None,
-        },
-    )
+    direct(tool, &Intent::command(command))
 }
 
-/// The arguments in canonical property names, for a tool whose schema is unknown (code mode).
-pub(crate) fn canonical(op: &Op) -> Value {
-    // Without a schema every required value takes its first name and nothing can fail.
-    direct(&Tool::new("", "", Value::Null), op).unwrap_or_else(|| Value::Object(Map::new()))
+/// The arguments in canonical property names, for a tool whose schema is unknown (code mode);
+/// `None` for what no tool does directly.
+pub(crate) fn canonical(intent: &Intent) -> Option<Value> {
+    // Without a schema every required value takes its first name.
+    direct(&Tool::new("", "", Value::Null), intent)
 }
 
 /// The parts of a JSON Schema the mapping reads.
@@ -217,7 +214,7 @@ impl<'a> Schema<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translate::native::Replacement;
+    use crate::intent::Replacement;
 
     fn tool(parameters: Value) -> Tool {
         Tool::new("t", "", parameters)
@@ -226,7 +223,7 @@ mod tests {
     #[test]
     fn property_names_come_from_the_schema() {
         let view = tool(json!({"properties": {"file_path": {}}, "required": ["file_path"]}));
-        let op = Op::Read {
+        let op = Intent::Read {
             path: "a.rs".into(),
             offset: None,
             limit: None,
@@ -240,7 +237,7 @@ mod tests {
     fn an_unfillable_required_property_disqualifies_the_tool() {
         let picky =
             tool(json!({"properties": {"path": {}, "mode": {}}, "required": ["path", "mode"]}));
-        let op = Op::List {
+        let op = Intent::List {
             path: ".".into(),
             limit: None,
         };
@@ -254,7 +251,7 @@ mod tests {
         let edit = tool(
             json!({"properties": {"path": {}, "edits": {"type": "array", "items": {"properties": {"old_string": {}, "new_string": {}}}}}}),
         );
-        let op = Op::Edit {
+        let op = Intent::Edit {
             path: "f".into(),
             edits: vec![Replacement {
                 old_text: "a".into(),
@@ -270,7 +267,7 @@ mod tests {
     #[test]
     fn optional_values_appear_only_where_declared() {
         let grep = tool(json!({"properties": {"pattern": {}, "path": {}, "ignoreCase": {}}}));
-        let op = Op::Search {
+        let op = Intent::Search {
             pattern: "x".into(),
             path: Some("src".into()),
             glob: Some("*.rs".into()),
@@ -284,11 +281,9 @@ mod tests {
             Some(json!({"pattern": "x", "path": "src", "ignoreCase": true}))
         );
         assert_eq!(
-            canonical(&Op::Run {
-                command: "ls".into(),
-                cwd: None,
-            }),
-            json!({"command": "ls"})
+            canonical(&Intent::command("ls")),
+            Some(json!({"command": "ls"}))
         );
+        assert_eq!(canonical(&Intent::Delete { path: "x".into() }), None);
     }
 }

@@ -2,44 +2,22 @@
 //! `{code}` script (a code-mode host's single tool), a translation becomes a synthesized script that picks its
 //! executor at run time from the script's own `ALL_TOOLS` (PROTOCOL-AGENT §5.1).
 
-use cursor_proto::ir::Tool;
 use serde_json::{Value, json};
 
 use super::args;
-use super::native::Op;
-use crate::intent::Capability;
-use crate::ranking::words;
-
-/// True for a tool whose schema takes `code` and whose name or description says code mode.
-pub(crate) fn is_codemode(tool: &Tool) -> bool {
-    let takes_code = tool
-        .parameters
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|p| p.contains_key("code"));
-    if !takes_code {
-        return false;
-    }
-    let name = words(&tool.name);
-    let description = words(&tool.description);
-    let says = |w: &[String]| {
-        w.iter().any(|w| w == "codemode")
-            || w.windows(2)
-                .any(|pair| pair[0] == "code" && pair[1] == "mode")
-    };
-    says(&name) || says(&description)
-}
+use crate::intent::{Capability, Intent};
 
 /// A script for the code-mode tool that performs `op`: it tries each capability of the
 /// operation's chain in order, picks the best-scoring tool of `ALL_TOOLS` for it (the same
 /// signals as the host-side ranking, minus the schema), calls it and prints its output. With
 /// no candidate it fails with the full tool roster.
-pub(crate) fn script(op: &Op, codemode_name: &str) -> String {
+pub(crate) fn script(op: &Intent, codemode_name: &str) -> String {
     let mut steps = Vec::new();
-    let mut current = Some(op.capability());
+    let own = op.capability();
+    let mut current = own;
     while let Some(capability) = current {
-        let step_args = if capability == op.capability() {
-            Some(args::canonical(op))
+        let step_args = if Some(capability) == own {
+            args::canonical(op)
         } else if capability == Capability::Command {
             op.as_command().map(|command| json!({ "command": command }))
         } else {
@@ -55,7 +33,7 @@ pub(crate) fn script(op: &Op, codemode_name: &str) -> String {
         current = capability.fallback();
     }
     let plan = Value::Array(steps);
-    let phrase = op.capability().phrase();
+    let phrase = own.map_or("do that", Capability::phrase);
     let skip = Value::from(codemode_name);
     format!(
         "// translated from a Cursor native tool request\n\
@@ -101,26 +79,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn code_mode_needs_both_the_code_property_and_the_words() {
-        let codemode = Tool::new(
-            "codemode",
-            "Run JavaScript",
-            json!({"properties": {"code": {}}}),
-        );
-        assert!(is_codemode(&codemode));
-        let described = Tool::new(
-            "js",
-            "Code mode runner",
-            json!({"properties": {"code": {}}}),
-        );
-        assert!(is_codemode(&described));
-        let editor = Tool::new("code_search", "", json!({"properties": {"query": {}}}));
-        assert!(!is_codemode(&editor));
-    }
-
-    #[test]
     fn the_script_embeds_the_capability_chain_and_the_roster_failure() {
-        let op = Op::Read {
+        let op = Intent::Read {
             path: "a.txt".into(),
             offset: None,
             limit: None,

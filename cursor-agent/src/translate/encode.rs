@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use cursor_proto::agent::v1::{self as wire, exec_client_message::Message as Reply};
 
-use super::native::{Native, Op};
+use super::native::{Native, ShellReply};
+use crate::intent::Intent;
 
 /// A host result reduced to what the encoders read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,13 +43,23 @@ pub(crate) fn encode(
         Native::Shell {
             command,
             working_directory,
-            stream,
+            reply,
         } => {
             let shell = Shell::from(output);
-            if *stream {
-                shell_stream(&shell, working_directory)
-            } else {
-                vec![shell_result(&shell, command, working_directory, elapsed)]
+            match reply {
+                ShellReply::Stream => shell_stream(&shell, working_directory),
+                ShellReply::Result => vec![Reply::ShellResult(shell_result(
+                    &shell,
+                    command,
+                    working_directory,
+                    elapsed,
+                ))],
+                ShellReply::MiniSweAgent => vec![Reply::MiniSweAgentBashResult(shell_result(
+                    &shell,
+                    command,
+                    working_directory,
+                    elapsed,
+                ))],
             }
         }
         Native::Read { path, redacted } => {
@@ -72,7 +83,7 @@ pub(crate) fn encode(
         })],
         Native::Delete { path } => vec![Reply::DeleteResult(delete(path, output))],
         Native::Grep { pattern, path, .. } => {
-            let files_mode = matches!(native.op(), Op::Find { .. });
+            let files_mode = matches!(native.intent(), Intent::Find { .. });
             let path = path.as_deref().unwrap_or(workspace_root);
             vec![Reply::GrepResult(grep(
                 pattern,
@@ -190,7 +201,7 @@ fn exit_marker(line: &str) -> Option<i32> {
     rest.trim().parse().ok()
 }
 
-fn shell_result(shell: &Shell, command: &str, cwd: &str, elapsed: Duration) -> Reply {
+fn shell_result(shell: &Shell, command: &str, cwd: &str, elapsed: Duration) -> wire::ShellResult {
     let execution_time = i32::try_from(elapsed.as_millis()).unwrap_or(i32::MAX);
     let result = if shell.exit_code == 0 {
         wire::shell_result::Result::Success(wire::ShellSuccess {
@@ -212,9 +223,9 @@ fn shell_result(shell: &Shell, command: &str, cwd: &str, elapsed: Duration) -> R
             aborted: false,
         })
     };
-    Reply::ShellResult(wire::ShellResult {
+    wire::ShellResult {
         result: Some(result),
-    })
+    }
 }
 
 /// stdout, stderr (each only when non-empty), then exit. Never a `start` event: it stalls the

@@ -21,11 +21,10 @@ use cursor_proto::agent::v1::exec_client_message::Message as Reply;
 use cursor_proto::ir::{Tool, ToolResult};
 use serde_json::json;
 
-pub(crate) use codemode::is_codemode;
-pub(crate) use native::Native;
+pub(crate) use native::{Native, ShellReply};
 
 use crate::intent::Capability;
-use crate::ranking::best_for;
+use crate::ranking::{best_for, is_codemode};
 
 /// How a translation reaches the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,12 +47,13 @@ pub(crate) struct Translation {
 }
 
 /// Plans the host tool call for `native`, or `None` when no registered tool can serve it.
-pub(crate) fn plan(native: Native, tools: &[Tool]) -> Option<Translation> {
-    let op = native.op();
-    let mut current = Some(op.capability());
+pub(crate) fn plan(native: &Native, tools: &[Tool]) -> Option<Translation> {
+    let op = native.intent();
+    let own = op.capability();
+    let mut current = own;
     while let Some(capability) = current {
         if let Some(tool) = best_for(tools, capability) {
-            let (route, arguments) = if capability == op.capability() {
+            let (route, arguments) = if Some(capability) == own {
                 (Route::Direct, args::direct(tool, &op))
             } else if capability == Capability::Command {
                 (
@@ -65,7 +65,7 @@ pub(crate) fn plan(native: Native, tools: &[Tool]) -> Option<Translation> {
             };
             if let Some(arguments) = arguments {
                 return Some(Translation {
-                    native,
+                    native: native.clone(),
                     route,
                     tool: tool.name.clone(),
                     arguments,
@@ -77,7 +77,7 @@ pub(crate) fn plan(native: Native, tools: &[Tool]) -> Option<Translation> {
     let codemode = tools.iter().find(|tool| is_codemode(tool))?;
     Some(Translation {
         arguments: json!({ "code": codemode::script(&op, &codemode.name) }),
-        native,
+        native: native.clone(),
         route: Route::Codemode,
         tool: codemode.name.clone(),
     })

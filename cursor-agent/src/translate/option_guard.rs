@@ -9,8 +9,7 @@
 
 use proptest::prelude::*;
 
-use super::native::{Op, delete_composite};
-use crate::intent::Intent;
+use crate::intent::{Intent, delete_composite};
 
 /// A lexed shell word: its value after quote removal, and whether any of it was unquoted.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,29 +134,29 @@ fn exposed(command: &str, planted: &str) -> Vec<String> {
 fn forms(value: &str, other: &str) -> Vec<String> {
     let some = || Some(value.to_owned());
     let ops = [
-        Op::Run {
+        Intent::Command {
             command: "true".into(),
             cwd: some(),
         },
-        Op::Read {
+        Intent::Read {
             path: value.into(),
             offset: None,
             limit: None,
         },
-        Op::Read {
+        Intent::Read {
             path: value.into(),
             offset: Some(2),
             limit: Some(3),
         },
-        Op::Write {
+        Intent::Write {
             path: value.into(),
             content: other.into(),
         },
-        Op::Write {
+        Intent::Write {
             path: other.into(),
             content: value.into(),
         },
-        Op::Search {
+        Intent::Search {
             pattern: value.into(),
             path: some(),
             glob: some(),
@@ -166,7 +165,7 @@ fn forms(value: &str, other: &str) -> Vec<String> {
             context: Some(2),
             limit: Some(4),
         },
-        Op::Search {
+        Intent::Search {
             pattern: other.into(),
             path: None,
             glob: None,
@@ -175,41 +174,32 @@ fn forms(value: &str, other: &str) -> Vec<String> {
             context: None,
             limit: None,
         },
-        Op::Find {
+        Intent::Find {
             pattern: value.into(),
             path: some(),
             limit: Some(3),
         },
-        Op::Find {
+        Intent::Find {
             pattern: value.into(),
             path: None,
             limit: None,
         },
-        Op::Find {
+        Intent::Find {
             pattern: format!("/{value}/*"),
             path: None,
             limit: None,
         },
-        Op::List {
+        Intent::List {
             path: value.into(),
             limit: Some(3),
         },
     ];
-    let intents = [
-        Intent::Read { path: value.into() },
-        Intent::Delete { path: value.into() },
-        Intent::Search {
-            pattern: value.into(),
-            path: some(),
-        },
-        Intent::Find {
-            pattern: value.into(),
-            path: some(),
-        },
-        Intent::List { path: value.into() },
-    ];
-    let mut forms: Vec<String> = ops.iter().filter_map(Op::as_command).collect();
-    forms.extend(intents.iter().filter_map(Intent::as_command));
+    let mut forms: Vec<String> = ops.iter().filter_map(Intent::as_command).collect();
+    forms.push(
+        Intent::Delete { path: value.into() }
+            .as_command()
+            .unwrap_or_default(),
+    );
     forms.push(delete_composite(value));
     forms
 }

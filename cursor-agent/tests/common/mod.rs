@@ -173,6 +173,7 @@ impl Harness {
                 tool_call_id: call_id.into(),
                 provider_identifier: "pi".into(),
                 args,
+                ..Default::default()
             }),
         );
     }

@@ -21,7 +21,9 @@ use super::partial::{Block, PartialMessage, PiStopReason, tool_call_json};
 /// - exactly one `done` (`stop`, `toolUse`, `length`) or `error` (`error`, `aborted`, with
 ///   `errorMessage`) last; later events map to nothing;
 /// - usage reports update `partial.usage` (with cost from the model's rates) without an event
-///   of their own; [`Event::Reset`] empties `partial.content`.
+///   of their own; [`Event::Reset`] empties `partial.content`; [`Event::ModelResolved`] sets
+///   `partial.responseModel` (pi 1.6.0's name for the model that served the turn) without an
+///   event of its own.
 ///
 /// Every event carries a snapshot of `partial` as it stands after the change the event
 /// announces. pi wants one live object: a binding keeps its own message and copies each
@@ -154,6 +156,11 @@ impl EventMapper {
                 self.start(&mut out);
                 self.message.usage = usage;
                 self.record(|me| json!(["fields", {"usage": me.message.usage_json(&me.model)}]));
+            }
+            Event::ModelResolved { model } => {
+                self.start(&mut out);
+                self.message.response_model = Some(model);
+                self.record(|me| json!(["fields", {"responseModel": me.message.response_model}]));
             }
             Event::Reset => {
                 self.start(&mut out);

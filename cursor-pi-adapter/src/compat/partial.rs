@@ -59,6 +59,9 @@ pub(crate) struct PartialMessage {
     pub(crate) usage: Usage,
     pub(crate) stop_reason: PiStopReason,
     pub(crate) error_message: Option<String>,
+    /// pi's `responseModel` (pi-ai 1.6.0 `AssistantMessage`): the model that actually served
+    /// the turn, when the backend named it. Older pi versions ignore the field.
+    pub(crate) response_model: Option<String>,
     timestamp_ms: u64,
 }
 
@@ -69,6 +72,7 @@ impl PartialMessage {
             usage: Usage::default(),
             stop_reason: PiStopReason::Pending,
             error_message: None,
+            response_model: None,
             timestamp_ms,
         }
     }
@@ -88,6 +92,9 @@ impl PartialMessage {
         message.insert("stopReason".into(), json!(self.stop_reason.as_str()));
         if let Some(error) = &self.error_message {
             message.insert("errorMessage".into(), json!(error));
+        }
+        if let Some(served) = &self.response_model {
+            message.insert("responseModel".into(), json!(served));
         }
         message.insert("timestamp".into(), json!(self.timestamp_ms));
         Value::Object(message)

@@ -24,6 +24,11 @@ pub struct McpToolDefinition {
     /// Raw host tool name again. docs/PROTOCOL-AGENT.md §2.2
     #[prost(string, tag = "5")]
     pub tool_name: ::prost::alloc::string::String,
+    /// The same schema as JSON text, the newer alternative to input_schema (field-reports §1);
+    /// output_schema_json = 7 and annotations_json = 8 exist and are never sent.
+    /// docs/PROTOCOL-AGENT.md §2.2, §5.5
+    #[prost(string, tag = "6")]
+    pub input_schema_json: ::prost::alloc::string::String,
 }
 /// The server asks to call one host tool. docs/PROTOCOL-AGENT.md §5, §8
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -46,6 +51,9 @@ pub struct McpArgs {
     /// Tool name; may carry the `mcp_pi_` prefix. docs/PROTOCOL-AGENT.md §2.2, §8
     #[prost(string, tag = "5")]
     pub tool_name: ::prost::alloc::string::String,
+    /// The server the call is for (field-reports §1). docs/PROTOCOL-AGENT.md §5.5, §8
+    #[prost(string, tag = "9")]
+    pub server_identifier: ::prost::alloc::string::String,
 }
 /// Result of one MCP call. docs/PROTOCOL-AGENT.md §8
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -159,10 +167,14 @@ pub struct ExecServerMessage {
     /// Added by newer servers beside the oneof. docs/PROTOCOL-AGENT.md §5, §11.4
     #[prost(bool, optional, tag = "55")]
     pub accept_hook_additional_contexts: ::core::option::Option<bool>,
+    /// Which machine the server meant; read for diagnostics only (first-party SDK 1.0.32,
+    /// field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+    #[prost(string, optional, tag = "57")]
+    pub machine_id: ::core::option::Option<::prost::alloc::string::String>,
     /// Which message this ExecServerMessage carries. docs/PROTOCOL-AGENT.md §5
     #[prost(
         oneof = "exec_server_message::Message",
-        tags = "2, 3, 4, 5, 7, 8, 9, 10, 11, 14, 16, 17, 18, 20, 21, 22, 23, 27, 28, 29, 30, 31, 36, 37, 38, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51"
+        tags = "2, 3, 4, 5, 7, 8, 9, 10, 11, 14, 16, 17, 18, 20, 21, 22, 23, 27, 28, 29, 30, 31, 36, 37, 38, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 56"
     )]
     pub message: ::core::option::Option<exec_server_message::Message>,
 }
@@ -282,6 +294,18 @@ pub mod exec_server_message {
         /// docs/PROTOCOL-AGENT.md §5.3, §5.4
         #[prost(message, tag = "51")]
         PiLsArgs(super::PiLsExecArgs),
+        /// Shell-shaped; answered at result field 55 (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "52")]
+        MiniSweAgentBashArgs(super::ShellArgs),
+        /// Search of the user's past conversations (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "53")]
+        ConversationSearchArgs(super::ConversationSearchArgs),
+        /// (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "54")]
+        AgentStoreConflictArgs(super::AgentStoreConflictArgs),
+        /// Adopt another agent's state (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "56")]
+        AdoptArgs(super::AdoptArgs),
     }
 }
 /// The client's typed answer to one exec. Result arms sit at the arg's number, except the pi_*
@@ -297,7 +321,7 @@ pub struct ExecClientMessage {
     /// Which message this ExecClientMessage carries. docs/PROTOCOL-AGENT.md §5, §5.4
     #[prost(
         oneof = "exec_client_message::Message",
-        tags = "2, 3, 4, 5, 7, 8, 9, 10, 11, 14, 16, 17, 18, 20, 21, 22, 23, 29, 46, 47, 48, 49, 50, 51, 52"
+        tags = "2, 3, 4, 5, 7, 8, 9, 10, 11, 14, 16, 17, 18, 20, 21, 22, 23, 29, 46, 47, 48, 49, 50, 51, 52, 36, 55"
     )]
     pub message: ::core::option::Option<exec_client_message::Message>,
 }
@@ -381,6 +405,14 @@ pub mod exec_client_message {
         /// docs/PROTOCOL-AGENT.md §5.4
         #[prost(message, tag = "52")]
         PiLsResult(super::PiLsExecResult),
+        /// Answer to mcp_state_exec_args (results sit at the arg's number up to 44, survey §3.6;
+        /// shape from field-reports §1). docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "36")]
+        McpStateExecResult(super::McpStateExecResult),
+        /// Answer to mini_swe_agent_bash_args: 52 is answered at 55 (field-reports §2).
+        /// docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "55")]
+        MiniSweAgentBashResult(super::ShellResult),
     }
 }
 /// Exec lifecycle frames from the client. docs/PROTOCOL-AGENT.md §2
@@ -1301,8 +1333,73 @@ pub struct ForceBackgroundShellArgs {}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ForceBackgroundSubagentArgs {}
 /// docs/PROTOCOL-AGENT.md §5.3
+/// What MCP state the server wants (field-reports §1). docs/PROTOCOL-AGENT.md §5.5
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct McpStateExecArgs {
+    /// Only these servers; none listed means every server. docs/PROTOCOL-AGENT.md §5.5
+    #[prost(string, repeated, tag = "1")]
+    pub server_identifiers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Refresh ("kick") the servers without listing them. docs/PROTOCOL-AGENT.md §5.5
+    #[prost(bool, tag = "2")]
+    pub kick_only: bool,
+}
+/// Answer to mcp_state_exec_args (field-reports §1). docs/PROTOCOL-AGENT.md §5.5
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct McpStateExecResult {
+    /// Which result this McpStateExecResult carries. docs/PROTOCOL-AGENT.md §5.5
+    #[prost(oneof = "mcp_state_exec_result::Result", tags = "1, 2, 3")]
+    pub result: ::core::option::Option<mcp_state_exec_result::Result>,
+}
+/// Nested message and enum types in `McpStateExecResult`.
+pub mod mcp_state_exec_result {
+    /// Which result this McpStateExecResult carries. docs/PROTOCOL-AGENT.md §5.5
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Result {
+        /// The client's MCP servers. docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "1")]
+        Success(super::McpStateSuccess),
+        /// docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "2")]
+        Error(super::ErrorText),
+        /// docs/PROTOCOL-AGENT.md §5.5
+        #[prost(message, tag = "3")]
+        Rejected(super::ReasonRejected),
+    }
+}
+/// docs/PROTOCOL-AGENT.md §5.5
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct McpStateSuccess {
+    /// docs/PROTOCOL-AGENT.md §5.5
+    #[prost(message, repeated, tag = "1")]
+    pub servers: ::prost::alloc::vec::Vec<McpStateServer>,
+}
+/// One MCP server as the client reports it. Fields 3 plugin, 4 marketplace, 6 instructions,
+/// 7 status and 8 error_message exist (field-reports §1) and are never sent: the host's
+/// projection is no plugin and has no status to report. docs/PROTOCOL-AGENT.md §5.5
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct McpStateServer {
+    /// docs/PROTOCOL-AGENT.md §5.5
+    #[prost(string, tag = "1")]
+    pub server_name: ::prost::alloc::string::String,
+    /// The provider identifier the tools are projected under. docs/PROTOCOL-AGENT.md §5.5
+    #[prost(string, tag = "2")]
+    pub server_identifier: ::prost::alloc::string::String,
+    /// Exactly the tools the run advertised. docs/PROTOCOL-AGENT.md §5.5
+    #[prost(message, repeated, tag = "5")]
+    pub tools: ::prost::alloc::vec::Vec<McpToolDefinition>,
+}
+/// Carries {query, tool_call_id, limit} at numbers no public source gives, so no field is
+/// declared: a wrong wire type would fail the whole frame. Always thrown.
+/// docs/PROTOCOL-AGENT.md §5.5
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct McpStateExecArgs {}
+pub struct ConversationSearchArgs {}
+/// Payload unknown; always thrown. docs/PROTOCOL-AGENT.md §5.5
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AgentStoreConflictArgs {}
+/// Carries {source_agent_id} at a number no public source gives; always thrown.
+/// docs/PROTOCOL-AGENT.md §5.5
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AdoptArgs {}
 /// docs/PROTOCOL-AGENT.md §5.3
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SubagentAwaitArgs {}
@@ -1588,7 +1685,7 @@ pub struct InteractionUpdate {
     /// Which message this InteractionUpdate carries. docs/PROTOCOL-AGENT.md §4.1
     #[prost(
         oneof = "interaction_update::Message",
-        tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22"
+        tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27"
     )]
     pub message: ::core::option::Option<interaction_update::Message>,
 }
@@ -1663,8 +1760,37 @@ pub mod interaction_update {
         /// docs/PROTOCOL-AGENT.md §4.1
         #[prost(message, tag = "22")]
         ResponseComparison(super::ResponseComparisonUpdate),
+        /// Ignored (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        #[prost(message, tag = "23")]
+        ContextInjectionState(super::ContextInjectionStateUpdate),
+        /// The model that actually served the turn (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        #[prost(message, tag = "24")]
+        RoutedModel(super::RoutedModelUpdate),
+        /// Ignored (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        #[prost(message, tag = "26")]
+        GrokBotNudge(super::GrokBotNudgeUpdate),
+        /// Ignored (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        #[prost(message, tag = "27")]
+        ToolRequestsListed(super::ToolRequestsListedUpdate),
     }
 }
+/// docs/PROTOCOL-AGENT.md §4.1
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ContextInjectionStateUpdate {}
+/// docs/PROTOCOL-AGENT.md §4.1
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RoutedModelUpdate {
+    /// The served model's display name (its only field, so number 1). docs/PROTOCOL-AGENT.md §4.1
+    #[prost(string, tag = "1")]
+    pub display_name: ::prost::alloc::string::String,
+}
+/// docs/PROTOCOL-AGENT.md §4.1
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GrokBotNudgeUpdate {}
+/// Carries {call_count} at a number no public source gives; nothing is declared.
+/// docs/PROTOCOL-AGENT.md §4.1
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ToolRequestsListedUpdate {}
 /// A piece of answer text. docs/PROTOCOL-AGENT.md §4.1
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct TextDeltaUpdate {
