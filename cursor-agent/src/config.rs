@@ -146,7 +146,26 @@ pub struct HostProfile {
     pub continuation_prompt: String,
     /// Where the host keeps resume handles, if it wants the session to keep them on disk.
     pub handle_dir: Option<std::path::PathBuf>,
+    /// The built-in Cursor tools the backend may offer the model, sent as
+    /// `x-cursor-agent-allowed-tools` on every Run (field-reports §3): by default only the MCP
+    /// group ([`MCP_TOOL_GROUP`]), through which the host's own tools are called. `None` sends
+    /// no header. Defence in depth only: whatever the backend does with it, every native exec
+    /// that still arrives is translated, refused or thrown.
+    pub allowed_tools: Option<Vec<String>>,
 }
+
+/// The `ToolCall` arms of Cursor's MCP group (the first-party SDK's `mcp` group,
+/// field-reports §3): calls of MCP tools and the meta tools that list and read them.
+pub const MCP_TOOL_GROUP: [&str; 5] = [
+    "mcp_tool_call",
+    "get_mcp_tools_tool_call",
+    "list_mcp_resources_tool_call",
+    "read_mcp_resource_tool_call",
+    "mcp_auth_tool_call",
+];
+
+/// The header that restricts the backend's built-in tools (field-reports §3).
+pub const ALLOWED_TOOLS_HEADER: &str = "x-cursor-agent-allowed-tools";
 
 impl HostProfile {
     /// A profile for the host called `name`, used for all three names (the provider identifier
@@ -169,6 +188,7 @@ impl HostProfile {
                 "Continue the task: the results of the tool calls you made in this turn are above."
                     .into(),
             handle_dir: None,
+            allowed_tools: Some(MCP_TOOL_GROUP.iter().map(|t| (*t).to_owned()).collect()),
         }
     }
 
@@ -200,9 +220,26 @@ impl HostProfile {
         self
     }
 
+    /// Sets [`HostProfile::allowed_tools`] (`None`: send no header).
+    #[must_use]
+    pub fn with_allowed_tools<I, S>(mut self, tools: Option<I>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_tools = tools.map(|tools| tools.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// The prefix Cursor puts before host tool names: `mcp_<provider>_`.
     pub fn tool_prefix(&self) -> String {
         format!("mcp_{}_", self.provider_identifier)
+    }
+
+    /// The `x-cursor-agent-allowed-tools` value this profile sends, if any: the tool names
+    /// joined by commas.
+    pub fn allowed_tools_header(&self) -> Option<String> {
+        self.allowed_tools.as_ref().map(|tools| tools.join(","))
     }
 }
 
@@ -415,6 +452,19 @@ mod tests {
         assert_eq!(profile.tool_prefix(), "mcp_minihost_");
         assert_eq!(profile.display_name, "mini host!");
         assert_eq!(HostProfile::new("$$").provider_identifier, "host");
+    }
+
+    #[test]
+    fn the_default_profile_allows_only_the_mcp_group() {
+        let profile = HostProfile::new("acme");
+        assert_eq!(
+            profile.allowed_tools_header().as_deref(),
+            Some(
+                "mcp_tool_call,get_mcp_tools_tool_call,list_mcp_resources_tool_call,read_mcp_resource_tool_call,mcp_auth_tool_call"
+            )
+        );
+        let none = profile.with_allowed_tools(None::<Vec<String>>);
+        assert_eq!(none.allowed_tools_header(), None);
     }
 
     #[test]

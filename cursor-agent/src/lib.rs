@@ -147,7 +147,9 @@ pub mod testing;
 pub use cursor_proto::ir;
 
 pub use blobs::{BlobId, BlobStore};
-pub use config::{HostProfile, IdSeed, Limits, MAX_TIMER, RunConfig, Timers};
+pub use config::{
+    ALLOWED_TOOLS_HEADER, HostProfile, IdSeed, Limits, MAX_TIMER, MCP_TOOL_GROUP, RunConfig, Timers,
+};
 pub use error::{AgentError, StreamOutcome};
 pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};
 pub use policy::ExecArm;

@@ -350,13 +350,18 @@ impl State {
             .open(&self.ctx.conversation, driver::now())
             .map_err(ErrorInfo::from)?;
         let request_id = RequestId::generate().map_err(ErrorInfo::from)?;
-        let headers = RequestHeaders::cli(
+        let mut headers = RequestHeaders::cli(
             &AccessToken::new(token),
             &self.shared.identity,
             CallKind::Stream,
             &request_id,
         )
         .map_err(ErrorInfo::from)?;
+        if let Some(allowed) = self.shared.profile.allowed_tools_header() {
+            headers
+                .insert(crate::ALLOWED_TOOLS_HEADER, &allowed)
+                .map_err(ErrorInfo::from)?;
+        }
         let (handle, events, task) = driver::start(
             self.shared.client.clone(),
             self.shared.origin.clone(),

@@ -25,6 +25,11 @@ pub(super) struct StoredConversation {
     /// The MCP provider the host registered its tools under (kept across resumes, which may
     /// omit `mcp_tools`, as the backend keeps the registration).
     pub(super) provider: String,
+    /// The names of the host tools registered (kept across resumes like `provider`).
+    pub(super) tools: Vec<String>,
+    /// A Run of this conversation asked for a tool result and its client went away before
+    /// sending it: the backend still waits for it, and every later Run stalls.
+    pub(super) owes_tool_result: bool,
 }
 
 impl StoredConversation {
@@ -55,6 +60,7 @@ mod tests {
                 assistant: "pong".into(),
             }],
             provider: "acme".into(),
+            ..StoredConversation::default()
         };
         let received = ConversationStateStructure {
             root_prompt_messages_json: vec![vec![1; 32]],

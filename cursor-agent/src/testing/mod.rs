@@ -48,5 +48,5 @@ mod replica;
 mod script;
 
 pub use record::{ExecRecord, RunRecord};
-pub use replica::{HoldOpen, Replica, ReplicaServer};
-pub use script::Script;
+pub use replica::{AllowedTools, HoldOpen, McpStateRequests, Replica, ReplicaServer};
+pub use script::{Fault, Script};

@@ -12,9 +12,12 @@ pub(super) enum Intent {
         name: String,
         arguments: serde_json::Value,
     },
+    /// Send one native exec request of every kind, then report how each was answered.
+    Natives,
 }
 
 const RECALL: &str = "what did i ask you to remember";
+const NATIVES: &str = "try every native tool";
 
 /// Reads the user's turn; `earlier` are the user texts of the conversation before it.
 pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
@@ -22,6 +25,9 @@ pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
     let lower = text.to_lowercase();
     if lower == "ping" {
         return Intent::Answer("pong".into());
+    }
+    if lower == NATIVES {
+        return Intent::Natives;
     }
     if let Some(command) = strip_prefix_ci(text, "run:") {
         return Intent::Shell(command.trim().to_owned());

@@ -27,12 +27,17 @@ pub struct RunRecord {
     pub blobs_fetched: usize,
     /// True when the run request carried `mcp_tools`.
     pub mcp_tools_sent: bool,
+    /// The `x-cursor-agent-allowed-tools` header of the request, if it had one.
+    pub allowed_tools: Option<String>,
+    /// The `x-cursor-client-version` header of the request.
+    pub client_version: String,
     /// The exec requests sent and the results received, in order.
     pub execs: Vec<ExecRecord>,
     /// The answer text streamed.
     pub answer: String,
     /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `blob-miss`,
-    /// `client-closed`, `scripted`, `rejected: <why>`.
+    /// `client-closed`, `scripted`, `silent`, `resource-exhausted`, `update-required`,
+    /// `fault: <kind>`, `stalled: <why>`, `rejected: <why>`.
     pub outcome: String,
 }
 
@@ -41,13 +46,17 @@ pub struct RunRecord {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecRecord {
-    /// `shell_stream` or `mcp`.
+    /// `shell_stream`, `mcp`, `mcp_state`, or a native arm of `try every native tool`
+    /// (`read`, `glob`, `fetch`, `mini_swe_agent_bash`, `conversation_search`,
+    /// `agent_store_conflict`, `adopt`, `unknown`).
     pub kind: String,
     /// The command, or the tool name and its JSON arguments.
     pub request: String,
     /// The output text the client sent back (stdout, tool text, or the refusal reason).
     pub result: String,
-    /// How the client answered: `success`, `rejected`, `error`, `thrown`, `tool-not-found`.
+    /// How the client answered: `success`, `translated` (a result only a host tool can have
+    /// produced), `rejected`, `error`, `thrown`, `tool-not-found`, or `silent` (nothing before
+    /// `stream_close`).
     pub status: String,
 }
 

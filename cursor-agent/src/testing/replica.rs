@@ -25,6 +25,9 @@ struct State {
     compression: Compression,
     fail_auth: bool,
     sink: Option<Sink>,
+    mcp_state: McpStateRequests,
+    allowed_tools: AllowedTools,
+    min_client_version: Option<String>,
 }
 
 /// The agent backend replica: its conversations, scripts and records. Cheap to clone; clones
@@ -50,6 +53,9 @@ impl std::fmt::Debug for Replica {
             .field("idle_heartbeat", &state.idle_heartbeat)
             .field("compression", &state.compression)
             .field("fail_auth", &state.fail_auth)
+            .field("mcp_state", &state.mcp_state)
+            .field("allowed_tools", &state.allowed_tools)
+            .field("min_client_version", &state.min_client_version)
             .finish()
     }
 }
@@ -118,6 +124,35 @@ impl Replica {
         self.lock().fail_auth = fail;
     }
 
+    /// Which Runs ask for the host's MCP state (exec arm 36) before they use a tool, and then
+    /// call a tool only when that state lists it (field-reports §1: Grok models since
+    /// 2026-09-21). Default: [`McpStateRequests::GrokModels`].
+    pub fn set_mcp_state_requests(&self, requests: McpStateRequests) {
+        self.lock().mcp_state = requests;
+    }
+
+    /// Whether the model respects the client's `x-cursor-agent-allowed-tools` header
+    /// (field-reports §3). Default: [`AllowedTools::Honour`].
+    pub fn set_allowed_tools(&self, allowed: AllowedTools) {
+        self.lock().allowed_tools = allowed;
+    }
+
+    /// Refuses every Run whose `x-cursor-client-version` sorts below `version` the way Cursor
+    /// refuses a stale client: HTTP 200 and an end-of-stream `resource_exhausted` asking to
+    /// update (field-reports §4). `None` (the default) accepts every version.
+    pub fn set_min_client_version(&self, version: Option<String>) {
+        self.lock().min_client_version = version;
+    }
+
+    /// True when the replica holds `conversation_id` waiting for a tool result its client
+    /// never sent (an abandoned tool round): every later Run of it stalls (field-reports §5).
+    pub fn owes_tool_result(&self, conversation_id: &str) -> bool {
+        self.lock()
+            .conversations
+            .get(conversation_id)
+            .is_some_and(|c| c.owes_tool_result)
+    }
+
     /// Calls `sink` with each Run's record as the Run ends (for logs).
     pub fn set_record_sink(&self, sink: impl Fn(&RunRecord) + Send + Sync + 'static) {
         self.lock().sink = Some(Arc::new(sink));
@@ -162,6 +197,18 @@ impl Replica {
         self.lock().compression
     }
 
+    pub(super) fn mcp_state_requests(&self) -> McpStateRequests {
+        self.lock().mcp_state
+    }
+
+    pub(super) fn allowed_tools(&self) -> AllowedTools {
+        self.lock().allowed_tools
+    }
+
+    pub(super) fn min_client_version(&self) -> Option<String> {
+        self.lock().min_client_version.clone()
+    }
+
     pub(super) fn conversation(&self, id: &str) -> Option<StoredConversation> {
         self.lock().conversations.get(id).cloned()
     }
@@ -186,6 +233,46 @@ impl Replica {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Which Runs ask for the host's MCP state before using a tool (see
+/// [`Replica::set_mcp_state_requests`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum McpStateRequests {
+    /// Never (the September behaviour).
+    Never,
+    /// Runs of models whose slug starts with `grok`, as the live backend does since
+    /// 2026-09-21.
+    #[default]
+    GrokModels,
+    /// Every Run.
+    Always,
+}
+
+impl McpStateRequests {
+    /// Whether a Run of `model` asks.
+    pub(super) fn asks(self, model: &str) -> bool {
+        match self {
+            Self::Never => false,
+            Self::GrokModels => model.to_ascii_lowercase().starts_with("grok"),
+            Self::Always => true,
+        }
+    }
+}
+
+/// Whether the replica's model respects `x-cursor-agent-allowed-tools` (see
+/// [`Replica::set_allowed_tools`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AllowedTools {
+    /// A `run:` turn under a header that does not allow `shell_tool_call` uses the host's MCP
+    /// command tool instead of a native shell exec, as the SDK documents the header.
+    #[default]
+    Honour,
+    /// Native execs are sent whatever the header says (a field report saw `todo_write`
+    /// arrive despite the list): the audit guarantee must not rest on the header.
+    Ignore,
 }
 
 /// What the replica does with a stream after `turn_ended`.

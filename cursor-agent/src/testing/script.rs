@@ -29,4 +29,23 @@ pub enum Script {
     /// Connect `not_found` instead of answering: the conversation expired mid-turn, so a
     /// resumed Run is stale in its second leg.
     StaleAfterTools,
+    /// After the run request, end the stream the way Cursor reports a rate limit or a used-up
+    /// quota: HTTP 200, then an end-of-stream `resource_exhausted` with this message
+    /// (field-reports §5).
+    ResourceExhausted(String),
+    /// After the run request and before any frame, break the transport this way (the faults
+    /// a client may retry once, transparently, because its host saw nothing yet).
+    FaultBeforeFirstFrame(Fault),
+}
+
+/// A transport fault the replica can inject.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// `RST_STREAM` with `INTERNAL_ERROR` on the Run's stream.
+    ResetStream,
+    /// The TCP connection closes under the stream.
+    CloseConnection,
+    /// `GOAWAY` with an error code, which fails the streams in flight.
+    GoawayWithError,
 }

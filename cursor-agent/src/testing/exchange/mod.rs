@@ -4,7 +4,6 @@ use cursor_proto::agent::v1::{
     self as wire, AgentClientMessage, AgentRunRequest, AgentServerMessage,
     ConversationStateStructure, agent_client_message::Message as Client,
     agent_server_message::Message as Server, exec_client_control_message::Message as Control,
-    exec_client_message::Message as Reply, exec_server_message::Message as Exec,
     interaction_update::Message as Update, kv_client_message::Message as KvReply,
 };
 use cursor_proto::selected_context_blob::SelectedContextBlob;
@@ -15,8 +14,10 @@ use serde_json::Value;
 
 use super::checkpoint::{StoredConversation, Turn};
 use super::model::{self, Intent};
-use super::{ExecRecord, HoldOpen, Replica, RunRecord, Script};
+use super::{AllowedTools, Fault, HoldOpen, Replica, RunRecord, Script};
 use crate::RunLabel;
+
+mod execs;
 
 /// How the stream ends once the exchange stops.
 enum End {
@@ -27,6 +28,8 @@ enum End {
     Unauthorized,
     /// The client is gone or broke the exchange; nothing more to send.
     Abandon,
+    /// Break the transport under the stream.
+    Fault(Fault),
 }
 
 /// Why the exchange stopped early: the record's outcome and how to end the stream.
@@ -61,12 +64,21 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
     }
     let script = replica.next_script();
     call.set_compression(replica.compression());
+    let header = |name: &str| call.header(name).map(str::to_owned);
+    let record = RunRecord {
+        allowed_tools: header(ALLOWED_TOOLS_HEADER),
+        client_version: header("x-cursor-client-version").unwrap_or_default(),
+        ..RunRecord::default()
+    };
     let mut exchange = Exchange {
         replica: &replica,
         call: &mut call,
-        record: RunRecord::default(),
+        record,
         next_id: 1,
         provider: String::new(),
+        tools: Vec::new(),
+        conversation: None,
+        awaiting_exec: false,
     };
     let end = match exchange.run(script).await {
         Ok(end) => {
@@ -76,6 +88,14 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
             end
         }
         Err(stop) => {
+            // The client left while the model waited for an exec result: the backend keeps
+            // waiting for it (field-reports §5).
+            if exchange.awaiting_exec && matches!(stop.end, End::Abandon) {
+                if let Some((id, mut conversation)) = exchange.conversation.take() {
+                    conversation.owes_tool_result = true;
+                    replica.store(&id, conversation);
+                }
+            }
             exchange.record.outcome = stop.outcome;
             stop.end
         }
@@ -97,8 +117,20 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
         }
         End::HoldOpen(hold) => hold_open(&replica, call, hold).await,
         End::Abandon => {}
+        End::Fault(Fault::ResetStream) => {
+            call.reset(cursor_transport::testing::REASON_INTERNAL_ERROR)
+        }
+        End::Fault(Fault::CloseConnection) => call.sever(),
+        End::Fault(Fault::GoawayWithError) => call.goaway_with_error(),
     }
 }
+
+/// The first-party tool restriction header (field-reports §3).
+const ALLOWED_TOOLS_HEADER: &str = "x-cursor-agent-allowed-tools";
+
+/// What Cursor says to a client below its version floor (field-reports §4).
+const UPDATE_REQUIRED: &str =
+    "Please update to the latest version of Cursor to continue using the Agent";
 
 /// Keeps a finished stream open as `hold` says, with idle heartbeats when configured, until
 /// the client closes or resets it.
@@ -158,6 +190,13 @@ struct Exchange<'a> {
     next_id: u32,
     /// The MCP provider identifier of the host's tools.
     provider: String,
+    /// The names of the host's tools (from the run request, or kept from earlier Runs).
+    tools: Vec<String>,
+    /// The conversation id and what it held when this Run began (to mark it when the client
+    /// abandons a tool round).
+    conversation: Option<(String, StoredConversation)>,
+    /// An exec request is out and its `stream_close` has not arrived yet.
+    awaiting_exec: bool,
 }
 
 impl Exchange<'_> {
@@ -169,6 +208,11 @@ impl Exchange<'_> {
             });
         }
         let request = self.run_request().await?;
+        if let Some(floor) = self.replica.min_client_version()
+            && self.record.client_version.as_str() < floor.as_str()
+        {
+            return Err(refused("update-required", UPDATE_REQUIRED));
+        }
         let state = request.conversation_state.clone().unwrap_or_default();
         let conversation_id = request.conversation_id.clone().unwrap_or_default();
         match &script {
@@ -195,6 +239,15 @@ impl Exchange<'_> {
                 self.record.outcome = "silent".into();
                 return Ok(End::HoldOpen(HoldOpen::Forever));
             }
+            Script::ResourceExhausted(message) => {
+                return Err(refused("resource-exhausted", message));
+            }
+            Script::FaultBeforeFirstFrame(fault) => {
+                return Err(Stop {
+                    outcome: format!("fault: {fault:?}"),
+                    end: End::Fault(*fault),
+                });
+            }
             Script::Model
             | Script::Unauthenticated
             | Script::BlobMiss
@@ -202,39 +255,66 @@ impl Exchange<'_> {
         }
 
         let stored = self.replica.conversation(&conversation_id);
+        if stored.as_ref().is_some_and(|c| c.owes_tool_result) {
+            // The live backend neither answers nor fails such a Run (field-reports §5).
+            self.record.outcome = "stalled: the conversation owes a tool result".into();
+            return Ok(End::HoldOpen(HoldOpen::Forever));
+        }
         let resumed = match (&stored, state.turns.is_empty()) {
             (_, true) => None,
             (Some(stored), false) if stored.journal() == state.turns => Some(stored.clone()),
             // A journal this backend never wrote, or an outdated one: the conversation is gone.
             _ => return Err(not_found()),
         };
-        self.provider = request
-            .mcp_tools
-            .as_ref()
-            .and_then(|tools| tools.mcp_tools.first())
+        let advertised = request.mcp_tools.as_ref().map(|t| t.mcp_tools.as_slice());
+        self.provider = advertised
+            .and_then(|tools| tools.first())
             .map(|tool| tool.provider_identifier.clone())
             .or_else(|| resumed.as_ref().map(|stored| stored.provider.clone()))
             .unwrap_or_default();
+        self.tools = match advertised {
+            Some(tools) => tools.iter().map(|t| t.name.clone()).collect(),
+            None => resumed
+                .as_ref()
+                .map(|s| s.tools.clone())
+                .unwrap_or_default(),
+        };
         let label = match resumed {
             Some(_) => RunLabel::Resume,
             None => RunLabel::Rebuild,
         };
         self.record.label = label.as_str().into();
+        let mut conversation = resumed.unwrap_or_default();
+        conversation.provider = self.provider.clone();
+        conversation.tools = self.tools.clone();
+        self.conversation = Some((conversation_id.clone(), conversation.clone()));
         if script == Script::BlobMiss {
             self.fetch_blob(&[0xee; 32]).await?;
             return Err(Stop::reject("a blob nobody stored was answered"));
         }
         let root_texts = self.read_root_prompt(&state, &request).await?;
 
-        let earlier: Vec<String> = match &resumed {
-            Some(stored) => stored.turns.iter().map(|t| t.user.clone()).collect(),
-            None => root_texts,
+        let earlier: Vec<String> = if conversation.turns.is_empty() {
+            root_texts
+        } else {
+            conversation.turns.iter().map(|t| t.user.clone()).collect()
         };
         let user_text = self.record.user_text.clone();
         let answer = match model::intent(&user_text, &earlier) {
             Intent::Answer(answer) => answer,
-            Intent::Shell(command) => self.shell(&command, &state).await?,
-            Intent::Tool { name, arguments } => self.tool(&name, &arguments).await?,
+            Intent::Shell(command) if self.shell_allowed() => self.shell(&command, &state).await?,
+            Intent::Shell(command) => self.command_through_mcp(&command).await?,
+            Intent::Tool { name, arguments } => {
+                if self.replica.mcp_state_requests().asks(&self.record.model)
+                    && !self.mcp_state_lists(&name).await?
+                {
+                    // What a model without tools does: it narrates instead of calling.
+                    format!("I would call {name}, but no MCP tools are available to me.")
+                } else {
+                    self.tool(&name, &arguments).await?
+                }
+            }
+            Intent::Natives => self.natives(&state).await?,
         };
         if script == Script::StaleAfterTools {
             self.replica.forget(&conversation_id);
@@ -248,8 +328,6 @@ impl Exchange<'_> {
         }
         self.record.answer = answer.clone();
 
-        let mut conversation = resumed.unwrap_or_else(StoredConversation::default);
-        conversation.provider = self.provider.clone();
         conversation.turns.push(Turn {
             user: user_text,
             assistant: answer.clone(),
@@ -268,6 +346,17 @@ impl Exchange<'_> {
             HoldOpen::Close => End::Ok,
             hold => End::HoldOpen(hold),
         })
+    }
+
+    /// Whether the model may use the native shell: the client's allowed-tools header lists
+    /// it, or there is no header, or this replica ignores the header.
+    fn shell_allowed(&self) -> bool {
+        match (&self.record.allowed_tools, self.replica.allowed_tools()) {
+            (None, _) | (_, AllowedTools::Ignore) => true,
+            (Some(allowed), AllowedTools::Honour) => allowed
+                .split(',')
+                .any(|tool| tool.trim() == "shell_tool_call"),
+        }
     }
 
     fn scripted(&mut self) -> Result<End, Stop> {
@@ -398,190 +487,6 @@ impl Exchange<'_> {
         }
     }
 
-    /// A native shell exec (`shell_stream_args`), answered with what the client sent back.
-    async fn shell(
-        &mut self,
-        command: &str,
-        state: &ConversationStateStructure,
-    ) -> Result<String, Stop> {
-        let id = self.next_id();
-        let cwd = state
-            .previous_workspace_uris
-            .first()
-            .map(|uri| uri.strip_prefix("file://").unwrap_or(uri).to_owned())
-            .unwrap_or_default();
-        self.send(Server::ExecServerMessage(wire::ExecServerMessage {
-            id,
-            exec_id: format!("exec-{id}"),
-            message: Some(Exec::ShellStreamArgs(wire::ShellArgs {
-                command: command.to_owned(),
-                working_directory: cwd,
-                tool_call_id: format!("call-{id}"),
-                description: "Run the command".into(),
-                ..Default::default()
-            })),
-            ..Default::default()
-        }))
-        .await?;
-        let mut stdout = String::new();
-        let mut status = String::from("success");
-        let mut note = String::new();
-        for reply in self.exec_replies(id).await? {
-            match reply {
-                ExecReply::Typed(Reply::ShellStream(stream)) => {
-                    use wire::shell_stream::Event;
-                    match stream.event {
-                        Some(Event::Stdout(out)) => stdout.push_str(&out.data),
-                        Some(Event::Stderr(err)) => stdout.push_str(&err.data),
-                        Some(Event::Exit(exit)) if exit.code != 0 => {
-                            status = "error".into();
-                            note = format!(" (exit code {})", exit.code);
-                        }
-                        Some(Event::Rejected(rejected)) => {
-                            status = "rejected".into();
-                            stdout = rejected.reason;
-                        }
-                        _ => {}
-                    }
-                }
-                ExecReply::Typed(Reply::ShellResult(result)) => {
-                    use wire::shell_result::Result as Shell;
-                    match result.result {
-                        Some(Shell::Success(ok)) => stdout = ok.stdout,
-                        Some(Shell::Rejected(rejected)) => {
-                            status = "rejected".into();
-                            stdout = rejected.reason;
-                        }
-                        _ => status = "error".into(),
-                    }
-                }
-                ExecReply::Thrown(error) => {
-                    status = "thrown".into();
-                    stdout = error;
-                }
-                ExecReply::Typed(_) => {
-                    return Err(Stop::reject("a shell exec got a foreign result"));
-                }
-            }
-        }
-        self.record.execs.push(ExecRecord {
-            kind: "shell_stream".into(),
-            request: command.to_owned(),
-            result: stdout.clone(),
-            status: status.clone(),
-        });
-        let output = stdout.trim_end();
-        Ok(match status.as_str() {
-            "success" => format!("The command printed: {output}"),
-            "error" => format!("The command failed{note}: {output}"),
-            _ => format!("The command was refused: {output}"),
-        })
-    }
-
-    /// An MCP tool call (`mcp_args`), answered with the host's result.
-    async fn tool(&mut self, name: &str, arguments: &Value) -> Result<String, Stop> {
-        let id = self.next_id();
-        let args = match arguments {
-            Value::Object(map) => map
-                .iter()
-                .map(|(k, v)| (k.clone(), proto_value(v)))
-                .collect(),
-            _ => Default::default(),
-        };
-        self.send(Server::ExecServerMessage(wire::ExecServerMessage {
-            id,
-            exec_id: format!("exec-{id}"),
-            message: Some(Exec::McpArgs(wire::McpArgs {
-                name: name.to_owned(),
-                args,
-                tool_call_id: format!("call-{id}"),
-                provider_identifier: self.provider.clone(),
-                tool_name: name.to_owned(),
-                server_identifier: self.provider.clone(),
-            })),
-            ..Default::default()
-        }))
-        .await?;
-        let mut text = String::new();
-        let mut status = String::from("success");
-        for reply in self.exec_replies(id).await? {
-            use wire::mcp_result::Result as Mcp;
-            match reply {
-                ExecReply::Typed(Reply::McpResult(result)) => match result.result {
-                    Some(Mcp::Success(ok)) => {
-                        if ok.is_error {
-                            status = "error".into();
-                        }
-                        text = ok
-                            .content
-                            .iter()
-                            .filter_map(|item| match &item.content {
-                                Some(wire::mcp_tool_result_content_item::Content::Text(t)) => {
-                                    Some(t.text.as_str())
-                                }
-                                _ => None,
-                            })
-                            .collect::<Vec<_>>()
-                            .join("\n");
-                    }
-                    Some(Mcp::Error(error)) => {
-                        status = "error".into();
-                        text = error.error;
-                    }
-                    Some(Mcp::Rejected(rejected)) => {
-                        status = "rejected".into();
-                        text = rejected.reason;
-                    }
-                    Some(Mcp::ToolNotFound(missing)) => {
-                        status = "tool-not-found".into();
-                        text = missing.available_tools.join(", ");
-                    }
-                    None => status = "error".into(),
-                },
-                ExecReply::Thrown(error) => {
-                    status = "thrown".into();
-                    text = error;
-                }
-                ExecReply::Typed(_) => {
-                    return Err(Stop::reject("an MCP call got a foreign result"));
-                }
-            }
-        }
-        self.record.execs.push(ExecRecord {
-            kind: "mcp".into(),
-            request: format!("{name} {arguments}"),
-            result: text.clone(),
-            status: status.clone(),
-        });
-        Ok(match status.as_str() {
-            "success" => format!("The tool {name} answered: {text}"),
-            "tool-not-found" => format!("There is no tool named {name} (available: {text})."),
-            _ => format!("The tool {name} failed: {text}"),
-        })
-    }
-
-    /// Every reply to exec `id` up to its `stream_close`.
-    async fn exec_replies(&mut self, id: u32) -> Result<Vec<ExecReply>, Stop> {
-        let mut replies = Vec::new();
-        loop {
-            match self.next().await? {
-                Some(Client::ExecClientMessage(reply)) if reply.id == id => {
-                    if let Some(message) = reply.message {
-                        replies.push(ExecReply::Typed(message));
-                    }
-                }
-                Some(Client::ExecClientControlMessage(control)) => match control.message {
-                    Some(Control::StreamClose(close)) if close.id == id => return Ok(replies),
-                    Some(Control::Throw(thrown)) if thrown.id == id => {
-                        replies.push(ExecReply::Thrown(thrown.error));
-                    }
-                    _ => return Err(Stop::reject("an exec control frame for another exec")),
-                },
-                _ => return Err(Stop::reject("expected the answer to an exec request")),
-            }
-        }
-    }
-
     /// The next client frame that is not a keep-alive (sending heartbeats meanwhile, when the
     /// replica is told to).
     async fn next(&mut self) -> Result<Option<Client>, Stop> {
@@ -641,10 +546,13 @@ impl Exchange<'_> {
     }
 }
 
-/// One reply to an exec request.
-enum ExecReply {
-    Typed(Reply),
-    Thrown(String),
+/// A refusal the way Cursor sends rate limits, quotas and version floors: HTTP 200, then an
+/// end-of-stream `resource_exhausted` (field-reports §4, §5).
+fn refused(outcome: &str, message: &str) -> Stop {
+    Stop {
+        outcome: outcome.into(),
+        end: End::Error(ConnectError::new(Code::ResourceExhausted, message)),
+    }
 }
 
 fn not_found() -> Stop {
@@ -652,25 +560,4 @@ fn not_found() -> Stop {
         outcome: "not-found".into(),
         end: End::Error(ConnectError::new(Code::NotFound, "conversation not found")),
     }
-}
-
-/// A JSON value as the protobuf `Value` MCP arguments travel in.
-fn proto_value(json: &Value) -> prost_types::Value {
-    use prost_types::value::Kind;
-    let kind = match json {
-        Value::Null => Kind::NullValue(0),
-        Value::Bool(b) => Kind::BoolValue(*b),
-        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or_default()),
-        Value::String(s) => Kind::StringValue(s.clone()),
-        Value::Array(items) => Kind::ListValue(prost_types::ListValue {
-            values: items.iter().map(proto_value).collect(),
-        }),
-        Value::Object(map) => Kind::StructValue(prost_types::Struct {
-            fields: map
-                .iter()
-                .map(|(k, v)| (k.clone(), proto_value(v)))
-                .collect(),
-        }),
-    };
-    prost_types::Value { kind: Some(kind) }
 }

@@ -1,0 +1,239 @@
+//! What the live backend did from August to October 2026 (`field-reports.md`), replayed by the
+//! replica and answered through `AgentSession`'s public API: arm 36 before a Grok model's tool
+//! use, the allowed-tools header, native execs that arrive despite it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
+use cursor_agent::testing::{AllowedTools, McpStateRequests, Replica, ReplicaServer, RunRecord};
+use cursor_agent::{AgentEvent, ExecArm, ExecOutcome, HostProfile, MCP_TOOL_GROUP};
+use cursor_proto::ir::{Conversation, Event, Message, StopReason, Tool, ToolCall, ToolResult};
+use cursor_transport::Client;
+use futures::StreamExt as _;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "bash",
+            "Run a shell command",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+        ),
+        Tool::new(
+            "read_file",
+            "Read a file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+    ]
+}
+
+fn session(replica: &ReplicaServer) -> AgentSession {
+    AgentSession::builder(
+        Client::new().expect("client"),
+        replica.origin(),
+        Arc::new(StaticToken::new("token")),
+    )
+    .profile(HostProfile::new("acme"))
+    .workspace_uri("file:///work")
+    .build()
+}
+
+fn ask(text: &str) -> Conversation {
+    let mut conversation = Conversation::new("").with_message(Message::user_text(text));
+    conversation.tools = tools();
+    conversation
+}
+
+/// What the host's own tools answer (nothing runs: the test plays the host).
+fn host_answer(call: &ToolCall) -> ToolResult {
+    let text = match call.name.as_str() {
+        "bash" => format!(
+            "ran {}",
+            call.arguments["command"].as_str().unwrap_or_default()
+        ),
+        "read_file" => "the file says hello".to_owned(),
+        other => format!("no such tool {other}"),
+    };
+    ToolResult::text(call.id.clone(), call.name.clone(), text, false)
+}
+
+/// Runs a whole turn as a host does: every leg that ends with `ToolUse` is answered by
+/// `host_answer` and the transcript grows with the calls and results. Returns every event.
+async fn whole_turn(
+    session: &AgentSession,
+    mut conversation: Conversation,
+    model: &str,
+) -> Vec<AgentEvent> {
+    let model = ModelChoice::new(model);
+    let mut all = Vec::new();
+    for _ in 0..32 {
+        let mut turn = session.turn(&conversation, &model);
+        let mut calls = Vec::new();
+        let mut done = None;
+        while let Some(event) = tokio::time::timeout(WAIT, turn.next())
+            .await
+            .expect("the turn does not stall")
+        {
+            match &event {
+                AgentEvent::Ir(Event::ToolCall(call)) => calls.push(call.clone()),
+                AgentEvent::Ir(Event::Done { reason }) => done = Some(*reason),
+                _ => {}
+            }
+            all.push(event);
+        }
+        if done != Some(StopReason::ToolUse) {
+            return all;
+        }
+        let results: Vec<Message> = calls
+            .iter()
+            .map(|call| Message::ToolResult(host_answer(call)))
+            .collect();
+        conversation = conversation.with_message(Message::assistant_tool_calls(calls));
+        for result in results {
+            conversation = conversation.with_message(result);
+        }
+    }
+    panic!("more than 32 legs")
+}
+
+fn text(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Ir(Event::TextDelta { text }) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ended_normally(events: &[AgentEvent]) -> bool {
+    matches!(
+        events.last(),
+        Some(AgentEvent::Ir(Event::Done {
+            reason: StopReason::Stop
+        }))
+    )
+}
+
+fn only_run(replica: &Replica) -> RunRecord {
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs.into_iter().next().unwrap()
+}
+
+/// field-reports §1: since 2026-09-21 Grok models ask for the client's MCP state (exec arm 36)
+/// before any tool use and call a tool only when that state lists it. A client that throws the
+/// request leaves the model narrating without tools.
+#[tokio::test]
+async fn a_grok_model_calls_the_host_tool_after_the_mcp_state_lists_it() {
+    let replica = Replica::start().await.unwrap();
+    let session = session(&replica);
+    let events = whole_turn(
+        &session,
+        ask(r#"tool: read_file {"path": "notes.txt"}"#),
+        "grok-4.7",
+    )
+    .await;
+    assert!(ended_normally(&events), "{events:?}");
+    let said = text(&events);
+    assert!(said.contains("the file says hello"), "{said}");
+    let run = only_run(&replica);
+    let kinds: Vec<(&str, &str)> = run
+        .execs
+        .iter()
+        .map(|e| (e.kind.as_str(), e.status.as_str()))
+        .collect();
+    assert_eq!(kinds, [("mcp_state", "success"), ("mcp", "success")]);
+    assert_eq!(run.execs[0].result, "acme/bash, acme/read_file");
+    assert!(events.iter().any(|event| matches!(
+        event,
+        AgentEvent::Exec(audit) if audit.arm == ExecArm::McpStateExec
+            && audit.outcome == ExecOutcome::McpStateReported { servers: 1, tools: 2 }
+    )));
+}
+
+/// The September models never ask: the same turn on composer needs no state request.
+#[tokio::test]
+async fn other_models_call_tools_without_asking_for_the_mcp_state() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_mcp_state_requests(McpStateRequests::GrokModels);
+    let events = whole_turn(
+        &session(&replica),
+        ask(r#"tool: read_file {"path": "notes.txt"}"#),
+        "composer-2.5",
+    )
+    .await;
+    assert!(ended_normally(&events));
+    let run = only_run(&replica);
+    assert_eq!(run.execs.len(), 1);
+    assert_eq!(run.execs[0].kind, "mcp");
+}
+
+/// field-reports §3: every Run names only the MCP group in `x-cursor-agent-allowed-tools`,
+/// and a backend that honours it serves a `run:` turn through the host's command tool.
+#[tokio::test]
+async fn runs_send_the_allowed_tools_header_and_an_honouring_backend_uses_the_host_tool() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_allowed_tools(AllowedTools::Honour);
+    let events = whole_turn(&session(&replica), ask("run: echo hi"), "composer-2.5").await;
+    assert!(ended_normally(&events));
+    let run = only_run(&replica);
+    assert_eq!(run.allowed_tools, Some(MCP_TOOL_GROUP.join(",")));
+    assert_eq!(run.execs.len(), 1);
+    assert_eq!(run.execs[0].kind, "mcp", "{:?}", run.execs);
+    assert!(text(&events).contains("ran echo hi"), "{}", text(&events));
+}
+
+/// field-reports §3: the header is defence in depth only. A backend that ignores it and sends
+/// every kind of native exec (52–56 and an unknown arm included) still gets each one
+/// translated into a host tool call, refused or thrown, never a silent or forged answer, and
+/// the turn completes.
+#[tokio::test]
+async fn every_native_exec_is_answered_when_the_backend_ignores_the_allowed_tools_header() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_allowed_tools(AllowedTools::Ignore);
+    let events = whole_turn(
+        &session(&replica),
+        ask("try every native tool"),
+        "composer-2.5",
+    )
+    .await;
+    assert!(ended_normally(&events), "{events:?}");
+    let run = only_run(&replica);
+    assert_eq!(run.allowed_tools, Some(MCP_TOOL_GROUP.join(",")));
+    let answered: Vec<(&str, &str)> = run
+        .execs
+        .iter()
+        .map(|e| (e.kind.as_str(), e.status.as_str()))
+        .collect();
+    assert_eq!(
+        answered,
+        [
+            // Translated into calls of the host's bash and read_file tools.
+            ("shell_stream", "translated"),
+            ("read", "translated"),
+            ("glob", "translated"),
+            // No host tool fetches: refused with a redirect.
+            ("fetch", "error"),
+            // Shell-shaped, answered at result field 55 from the host's bash.
+            ("mini_swe_agent_bash", "translated"),
+            // No result shape known: thrown with a redirect.
+            ("conversation_search", "thrown"),
+            ("agent_store_conflict", "thrown"),
+            ("adopt", "thrown"),
+            ("unknown", "thrown"),
+        ]
+    );
+    // Every translated request was a call of the host's own tool, which the host answered.
+    let host_calls = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Ir(Event::ToolCall(_))))
+        .count();
+    assert_eq!(host_calls, 4);
+    let mini = &run.execs[4];
+    assert!(mini.result.contains("MiniSweAgentBashResult"), "{mini:?}");
+    assert!(mini.result.contains("ran "), "{mini:?}");
+}
