@@ -90,11 +90,12 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
         Err(stop) => {
             // The client left while the model waited for an exec result: the backend keeps
             // waiting for it (field-reports §5).
-            if exchange.awaiting_exec && matches!(stop.end, End::Abandon) {
-                if let Some((id, mut conversation)) = exchange.conversation.take() {
-                    conversation.owes_tool_result = true;
-                    replica.store(&id, conversation);
-                }
+            if exchange.awaiting_exec
+                && matches!(stop.end, End::Abandon)
+                && let Some((id, mut conversation)) = exchange.conversation.take()
+            {
+                conversation.owes_tool_result = true;
+                replica.store(&id, conversation);
             }
             exchange.record.outcome = stop.outcome;
             stop.end
