@@ -12,11 +12,13 @@
 
 use crate::event_queue::Delta;
 use cursor_proto::agent::v1::{
-    AgentServerMessage, GetBlobArgs, HeartbeatUpdate, InteractionUpdate, KvServerMessage,
-    SetBlobArgs, TextDeltaUpdate, ThinkingDeltaUpdate, TokenDeltaUpdate, TurnEndedUpdate,
-    agent_server_message::Message as Server, interaction_update::Message as Update,
-    kv_server_message::Message as Kv,
+    GetBlobArgs, KvServerMessage, SetBlobArgs, TurnEndedUpdate, kv_server_message::Message as Kv,
 };
+
+#[cfg(any(test, feature = "fuzzing"))]
+mod prost_form;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use prost_form::{decode, decode_view};
 
 /// The field numbers of `InteractionUpdate.message`'s arms (any other field is skipped as
 /// unknown, as prost skips it).
@@ -57,56 +59,7 @@ pub(crate) enum Hot<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct HotFrame<'a> {
     pub(crate) arm: Hot<'a>,
-    message_started_at_ms: Option<u64>,
-}
-
-impl HotFrame<'_> {
-    /// The message prost decodes from the same bytes (the contract the tests check).
-    pub(crate) fn into_message(self) -> AgentServerMessage {
-        let update = |message| {
-            Server::InteractionUpdate(InteractionUpdate {
-                message,
-                message_started_at_ms: self.message_started_at_ms,
-            })
-        };
-        let message = match self.arm {
-            Hot::Text(text) => update(Some(Update::TextDelta(TextDeltaUpdate {
-                text: text.to_owned(),
-            }))),
-            Hot::Thinking(text) => update(Some(Update::ThinkingDelta(ThinkingDeltaUpdate {
-                text: text.to_owned(),
-            }))),
-            Hot::Tokens(tokens) => update(Some(Update::TokenDelta(TokenDeltaUpdate { tokens }))),
-            Hot::Heartbeat => update(Some(Update::Heartbeat(HeartbeatUpdate {}))),
-            Hot::NoArm => update(None),
-            Hot::TurnEnded(ended) => update(Some(Update::TurnEnded(*ended))),
-            Hot::Kv(kv) => Server::KvServerMessage(*kv),
-        };
-        AgentServerMessage {
-            message: Some(message),
-            ..AgentServerMessage::default()
-        }
-    }
-}
-
-/// The frame as prost would decode it, when it is one of the hot shapes.
-pub(crate) fn decode(frame: &[u8]) -> Option<AgentServerMessage> {
-    decode_view(frame).map(HotFrame::into_message)
-}
-
-/// The frame when it is one of the hot shapes, `None` to fall back to prost. A frame that
-/// only carries fields beside the oneof (`ttft_breakdown`) also falls back.
-pub(crate) fn decode_view(frame: &[u8]) -> Option<HotFrame<'_>> {
-    if let Some((kind, text)) = bare_delta(frame) {
-        return Some(HotFrame {
-            arm: match kind {
-                Delta::Text => Hot::Text(text),
-                Delta::Thinking => Hot::Thinking(text),
-            },
-            message_started_at_ms: None,
-        });
-    }
-    decode_general(frame)
+    pub(crate) message_started_at_ms: Option<u64>,
 }
 
 /// [`decode_view`] past its [`bare_delta`] fast path.

@@ -5,11 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
-use cursor_agent::testing::{AllowedTools, McpStateRequests, Replica, ReplicaServer, RunRecord};
+use cursor_agent::session::{AgentSession, CliIdentity, ModelChoice, StaticToken};
+use cursor_agent::testing::{
+    AllowedTools, McpStateRequests, Replica, ReplicaServer, RunRecord, Script,
+};
 use cursor_agent::{AgentEvent, ExecArm, ExecOutcome, HostProfile, MCP_TOOL_GROUP};
-use cursor_proto::ir::{Conversation, Event, Message, StopReason, Tool, ToolCall, ToolResult};
+use cursor_proto::ir::{
+    Conversation, ErrorKind, Event, Message, NextStep, StopReason, Tool, ToolCall, ToolResult,
+};
 use cursor_transport::Client;
+use cursor_transport::headers::DEFAULT_CLI_VERSION;
 use futures::StreamExt as _;
 use serde_json::json;
 
@@ -236,4 +241,67 @@ async fn every_native_exec_is_answered_when_the_backend_ignores_the_allowed_tool
     let mini = &run.execs[4];
     assert!(mini.result.contains("MiniSweAgentBashResult"), "{mini:?}");
     assert!(mini.result.contains("ran "), "{mini:?}");
+}
+
+fn error_of(events: &[AgentEvent]) -> cursor_proto::ir::ErrorInfo {
+    match events.last() {
+        Some(AgentEvent::Ir(Event::Error(info))) => info.clone(),
+        other => panic!("the turn did not fail: {other:?}"),
+    }
+}
+
+/// field-reports §5: rate limits and used-up quotas arrive as HTTP 200 and an end-of-stream
+/// `resource_exhausted`. That is a remote refusal whose next step is to wait for the quota,
+/// with the server's own words, and the turn is not retried.
+#[tokio::test]
+async fn resource_exhausted_after_a_200_is_a_quota_refusal_in_the_servers_words() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::ResourceExhausted(
+        "Rate limit exceeded for grok-4.7. Resets in 14 minutes.".into(),
+    ));
+    let events = whole_turn(&session(&replica), ask("ping"), "grok-4.7").await;
+    let info = error_of(&events);
+    assert_eq!(info.kind, ErrorKind::RemoteRefusal, "{info:?}");
+    assert_eq!(info.next_step, NextStep::WaitForQuota, "{info:?}");
+    assert!(
+        info.message
+            .contains("Rate limit exceeded for grok-4.7. Resets in 14 minutes."),
+        "{info:?}"
+    );
+    assert_eq!(info.code.as_deref(), Some("resource_exhausted"));
+    assert_eq!(replica.runs().len(), 1, "a refusal is never retried");
+}
+
+/// field-reports §4: a stale client version is refused the same way, asking to update; the
+/// next step says to send a newer client version, and raising it (no release needed) works.
+#[tokio::test]
+async fn a_stale_client_version_is_refused_and_raising_it_in_the_identity_works() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_min_client_version(Some("cli-2099.01.01-0000000".into()));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    let info = error_of(&events);
+    assert_eq!(info.next_step, NextStep::UpdateClientVersion, "{info:?}");
+    assert_eq!(replica.runs()[0].client_version, DEFAULT_CLI_VERSION);
+
+    let raised = AgentSession::builder(
+        Client::new().unwrap(),
+        replica.origin(),
+        Arc::new(StaticToken::new("token")),
+    )
+    .profile(HostProfile::new("acme"))
+    .identity(CliIdentity::parse("cli-2099.02.03-abcdef1").unwrap())
+    .build();
+    let events = whole_turn(&raised, ask("ping"), "composer-2.5").await;
+    assert!(ended_normally(&events), "{events:?}");
+    assert_eq!(replica.runs()[1].client_version, "cli-2099.02.03-abcdef1");
+}
+
+/// The default client version is the newest public CLI version string (field-reports §4).
+#[test]
+fn the_default_client_version_is_the_newest_public_cli_version() {
+    assert_eq!(DEFAULT_CLI_VERSION, "cli-2026.10.01-e373342");
+    assert_eq!(
+        CliIdentity::default().client_version.as_str(),
+        DEFAULT_CLI_VERSION
+    );
 }

@@ -277,9 +277,15 @@ fn classify(error: &ConnectError, http_status: Option<u16>) -> (ErrorKind, Optio
         );
     }
     match error.code {
+        // Cursor sends rate limits and used-up quotas alike as an end-of-stream
+        // `resource_exhausted` after a 200 (field-reports §5): the account's budget, whatever
+        // the wording, unless the words say version floor or entitlement.
         Code::ResourceExhausted => (
             ErrorKind::RemoteRefusal,
-            Some(refusal_text.unwrap_or(Refusal::Other)),
+            Some(match refusal_text {
+                Some(r @ (Refusal::ClientVersionFloor | Refusal::Entitlement)) => r,
+                _ => Refusal::Quota,
+            }),
         ),
         Code::Unavailable | Code::DeadlineExceeded | Code::Canceled => (ErrorKind::Network, None),
         Code::Unimplemented => (ErrorKind::ProtocolDrift, None),
@@ -335,20 +341,27 @@ mod tests {
             "You have hit your usage limit",
             None,
         );
-        let capacity = remote(Code::ResourceExhausted, "Rate limit exceeded", None);
+        // Rate limits arrive as resource_exhausted too (field-reports §5): the quota's.
+        let rate = remote(Code::ResourceExhausted, "Rate limit exceeded", None);
         let vague = remote(Code::ResourceExhausted, "exhausted", None);
+        let entitlement = remote(
+            Code::ResourceExhausted,
+            "grok-4.7 is not available on your plan",
+            None,
+        );
         assert_eq!(floor.refusal(), Some(Refusal::ClientVersionFloor));
-        assert_eq!(quota.refusal(), Some(Refusal::Quota));
-        assert_eq!(capacity.refusal(), Some(Refusal::Capacity));
-        assert_eq!(vague.refusal(), Some(Refusal::Other));
-        let steps: std::collections::HashSet<_> = [&floor, &quota, &capacity, &vague]
-            .iter()
-            .map(|e| e.next_step())
-            .collect();
-        assert_eq!(steps.len(), 4, "each refusal has its own next step");
-        for err in [floor, quota, capacity, vague] {
+        assert_eq!(floor.next_step(), NextStep::UpdateClientVersion);
+        for quota in [&quota, &rate, &vague] {
+            assert_eq!(quota.refusal(), Some(Refusal::Quota), "{quota}");
+            assert_eq!(quota.next_step(), NextStep::WaitForQuota, "{quota}");
+        }
+        assert_eq!(entitlement.refusal(), Some(Refusal::Entitlement));
+        for err in [floor, quota, rate, vague, entitlement] {
             assert_eq!(err.kind(), ErrorKind::RemoteRefusal);
         }
+        // A 429 without a Connect code is the capacity's, not the quota's.
+        let busy = remote(Code::Unknown, "", Some(429));
+        assert_eq!(busy.refusal(), Some(Refusal::Capacity));
     }
 
     #[test]

@@ -1,4 +1,8 @@
-use cursor_proto::agent::v1::AgentServerMessage;
+use cursor_proto::agent::v1::{
+    AgentServerMessage, HeartbeatUpdate, InteractionUpdate, TextDeltaUpdate, ThinkingDeltaUpdate,
+    TokenDeltaUpdate, agent_server_message::Message as Server,
+    interaction_update::Message as Update,
+};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use prost::Message as _;

@@ -4,7 +4,7 @@ use std::panic::catch_unwind;
 
 use cursor_catalog::TransportCatalogRpc;
 use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
-use cursor_transport::{AccessToken, CliIdentity};
+use cursor_transport::AccessToken;
 use napi::bindgen_prelude::spawn;
 use napi_derive::napi;
 use serde_json::{Value, json};
@@ -92,7 +92,7 @@ pub fn refresh_catalog(
                 client,
                 api_origin_from_env()?,
                 AccessToken::new(access_token),
-                CliIdentity::default(),
+                crate::provider::PiEnv::from_env().identity()?,
             );
             let now_ms = cursor_auth::system_unix_time_ms();
             let refreshed = abortable(

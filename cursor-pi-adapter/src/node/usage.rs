@@ -1,7 +1,7 @@
 //! `/cursor-usage`: the account's plan and the period's usage.
 
 use cursor_catalog::TransportCatalogRpc;
-use cursor_transport::{AccessToken, CliIdentity};
+use cursor_transport::AccessToken;
 use napi::bindgen_prelude::spawn;
 use napi_derive::napi;
 
@@ -25,7 +25,7 @@ pub fn usage(credentials_json: Option<String>, on_done: JsCallback) -> StreamHan
                 state::client()?,
                 api_origin_from_env()?,
                 AccessToken::new(token),
-                CliIdentity::default(),
+                crate::provider::PiEnv::from_env().identity()?,
             );
             abortable(signal, account_usage(&rpc, now_ms), "the usage request").await
         };

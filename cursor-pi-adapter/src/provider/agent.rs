@@ -15,7 +15,7 @@ use cursor_agent::session::{AgentSession, DebugSink, JsonLinesFile, ModelChoice,
 use cursor_agent::{AgentEvent, HandleStore, Timers};
 use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
 use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, Warning};
-use cursor_transport::{Client, Origin};
+use cursor_transport::{CliIdentity, Client, Origin};
 use futures::stream::{self, BoxStream, StreamExt};
 
 use super::{
@@ -94,6 +94,7 @@ pub struct AgentChannel {
     resend_mcp_on_resume: bool,
     debug: Option<Arc<dyn DebugSink>>,
     timers: Timers,
+    identity: CliIdentity,
 }
 
 impl fmt::Debug for AgentChannel {
@@ -132,6 +133,7 @@ impl AgentChannel {
             resend_mcp_on_resume: false,
             debug: None,
             timers: Timers::default(),
+            identity: CliIdentity::default(),
         }
     }
 
@@ -166,6 +168,13 @@ impl AgentChannel {
         self
     }
 
+    /// The CLI identity every Run presents (`CURSOR_CLI_VERSION`: [`PiEnv::identity`]).
+    #[must_use]
+    pub fn with_identity(mut self, identity: CliIdentity) -> Self {
+        self.identity = identity;
+        self
+    }
+
     /// Re-sends `mcp_tools` on every resume (`CURSOR_PROVIDER_RESEND_MCP_ON_RESUME=1`).
     #[must_use]
     pub fn with_resend_mcp_on_resume(mut self, resend: bool) -> Self {
@@ -194,6 +203,7 @@ impl AgentChannel {
     ) -> Result<Self, ErrorInfo> {
         let env = PiEnv::from_env();
         let timers = env.timers()?;
+        let identity = env.identity()?;
         let origin = store
             .agent_origin(env.agent_origin.as_deref())
             .map_err(ErrorInfo::from)?
@@ -213,7 +223,8 @@ impl AgentChannel {
         )
         .with_token_refresh(oauth)
         .with_resend_mcp_on_resume(env.resend_mcp_on_resume)
-        .with_timers(timers);
+        .with_timers(timers)
+        .with_identity(identity);
         let channel = match (&env.debug_file, env.debug) {
             (Some(file), true) => channel.with_debug(Arc::new(JsonLinesFile::new(file))),
             _ => channel,
@@ -253,6 +264,7 @@ impl AgentChannel {
                     .workspace_uri(self.workspace_uri.clone())
                     .resend_mcp_on_resume(self.resend_mcp_on_resume)
                     .timers(self.timers)
+                    .identity(self.identity.clone())
                     .spawner(Arc::clone(&self.spawn));
             if let Some(sink) = &self.debug {
                 builder = builder.debug(Arc::clone(sink));

@@ -101,8 +101,8 @@ pub use inference::InferenceChannel;
 pub use models::{pi_model, pi_models};
 pub use orchestrator::Provider;
 pub use profile::{
-    AGENT_ORIGIN_ENV, DEBUG_ENV, FIRST_TOKEN_MS_ENV, HANDLE_DIR_ENV, IDLE_MS_ENV, PiEnv,
-    RESEND_MCP_ENV, pi_profile,
+    AGENT_ORIGIN_ENV, CLI_VERSION_ENV, DEBUG_ENV, FIRST_TOKEN_MS_ENV, HANDLE_DIR_ENV, IDLE_MS_ENV,
+    PiEnv, RESEND_MCP_ENV, pi_profile,
 };
 pub use turn::{Turn, TurnOptions};
 pub use unavailable::UnavailableChannel;

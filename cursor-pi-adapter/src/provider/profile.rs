@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cursor_agent::{HostProfile, MAX_TIMER, Timers};
 use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
+use cursor_transport::CliIdentity;
 
 /// Where resume handles live, overriding the default under `$HOME`.
 pub const HANDLE_DIR_ENV: &str = "CURSOR_PROVIDER_HANDLE_DIR";
@@ -21,6 +22,9 @@ pub const AGENT_ORIGIN_ENV: &str = "CURSOR_PROVIDER_AGENT_ORIGIN";
 pub const IDLE_MS_ENV: &str = "CURSOR_PROVIDER_IDLE_MS";
 /// Milliseconds a leg may wait for its first work frame (PROTOCOL-AGENT §1; default 30 000).
 pub const FIRST_TOKEN_MS_ENV: &str = "CURSOR_PROVIDER_FIRST_TOKEN_MS";
+/// The `x-cursor-client-version` to send instead of the built-in one (PROTOCOL-AGENT §1), so a
+/// user can follow Cursor's version floor without waiting for a release (field-reports §4).
+pub const CLI_VERSION_ENV: &str = "CURSOR_CLI_VERSION";
 
 /// The provider's environment switches (PROTOCOL-AGENT §5.1, §10).
 #[non_exhaustive]
@@ -43,6 +47,9 @@ pub struct PiEnv {
     pub idle_ms: Option<String>,
     /// [`FIRST_TOKEN_MS_ENV`] as written, trimmed; empty counts as unset.
     pub first_token_ms: Option<String>,
+    /// [`CLI_VERSION_ENV`] as written, trimmed; empty counts as unset.
+    /// [`identity`](Self::identity) checks it.
+    pub cli_version: Option<String>,
 }
 
 impl PiEnv {
@@ -77,7 +84,30 @@ impl PiEnv {
             agent_origin: text(AGENT_ORIGIN_ENV),
             idle_ms: text(IDLE_MS_ENV),
             first_token_ms: text(FIRST_TOKEN_MS_ENV),
+            cli_version: text(CLI_VERSION_ENV),
         }
+    }
+
+    /// The CLI identity of every Cursor call: [`CLI_VERSION_ENV`] when set, the built-in
+    /// version otherwise.
+    ///
+    /// # Errors
+    ///
+    /// A local error naming the variable when its value is not a Cursor CLI version.
+    pub fn identity(&self) -> Result<CliIdentity, ErrorInfo> {
+        let Some(version) = &self.cli_version else {
+            return Ok(CliIdentity::default());
+        };
+        CliIdentity::parse(version).map_err(|error| {
+            ErrorInfo::new(
+                ErrorKind::Local,
+                format!("{CLI_VERSION_ENV}: {error}"),
+                NextStep::fix_config(format!(
+                    "set {CLI_VERSION_ENV} to a Cursor CLI version such as {}, or unset it",
+                    cursor_transport::headers::DEFAULT_CLI_VERSION
+                )),
+            )
+        })
     }
 
     /// The Run timers: cursor-agent's defaults with [`IDLE_MS_ENV`] and [`FIRST_TOKEN_MS_ENV`]
@@ -221,6 +251,25 @@ mod tests {
                 "{error:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_cli_version_comes_from_the_environment_and_is_checked() {
+        let default = env_with(&[]).identity().unwrap();
+        assert_eq!(default, CliIdentity::default());
+        let raised = env_with(&[(CLI_VERSION_ENV, " cli-2027.01.02-abcdef0 ")])
+            .identity()
+            .unwrap();
+        assert_eq!(raised.client_version, "cli-2027.01.02-abcdef0");
+        let bad = env_with(&[(CLI_VERSION_ENV, "2027.1")])
+            .identity()
+            .unwrap_err();
+        assert_eq!(bad.kind, ErrorKind::Local);
+        assert!(bad.message.contains(CLI_VERSION_ENV), "{bad:?}");
+        assert!(
+            matches!(&bad.next_step, NextStep::FixConfig { detail } if detail.contains(CLI_VERSION_ENV)),
+            "{bad:?}"
+        );
     }
 
     #[test]

@@ -13,9 +13,10 @@ pub use token::AccessToken;
 
 use crate::{envelope::Compression, error::CursorError};
 
-/// The CLI version sent when the caller configures none. Cursor raises its floor over time,
-/// so callers should make it configurable (`CURSOR_CLI_VERSION`).
-pub const DEFAULT_CLI_VERSION: &str = "cli-2026.09.02-fa0c06e";
+/// The CLI version sent when the caller configures none: the newest public CLI version string
+/// (field-reports §4). Cursor raises its floor over time and refuses older clients, so hosts
+/// let users raise it without a release ([`CliIdentity::parse`]).
+pub const DEFAULT_CLI_VERSION: &str = "cli-2026.10.01-e373342";
 
 /// The IDE version the RunInference identity reproduces.
 pub const DEFAULT_IDE_VERSION: &str = "3.18.9";
@@ -54,12 +55,50 @@ pub struct CliIdentity {
 
 impl CliIdentity {
     /// A CLI identity with `client_version` and ghost mode on (the privacy-preserving default).
+    /// The version is not checked: for a version a user supplied, use [`CliIdentity::parse`].
     pub fn new(client_version: impl Into<String>) -> Self {
         Self {
             client_version: client_version.into(),
             ghost_mode: true,
         }
     }
+
+    /// A CLI identity for a user-supplied version, checked for the shape Cursor's CLI versions
+    /// have: `cli-YYYY.MM.DD-<commit>`, the commit 7 to 40 lower-case hex digits.
+    ///
+    /// # Errors
+    ///
+    /// [`CursorError::InvalidRequest`] naming the expected shape.
+    pub fn parse(client_version: &str) -> Result<Self, CursorError> {
+        let version = client_version.trim();
+        if is_cli_version(version) {
+            Ok(Self::new(version))
+        } else {
+            Err(CursorError::invalid(format!(
+                "{version:?} is not a Cursor CLI version (expected cli-YYYY.MM.DD-<commit>, for example {DEFAULT_CLI_VERSION})"
+            )))
+        }
+    }
+}
+
+/// `cli-YYYY.MM.DD-<7..=40 lower-case hex>`.
+fn is_cli_version(version: &str) -> bool {
+    let Some(rest) = version.strip_prefix("cli-") else {
+        return false;
+    };
+    let Some((date, commit)) = rest.split_once('-') else {
+        return false;
+    };
+    let parts: Vec<&str> = date.split('.').collect();
+    let digits =
+        |part: &str, len: usize| part.len() == len && part.bytes().all(|b| b.is_ascii_digit());
+    let date_ok =
+        matches!(parts.as_slice(), [y, m, d] if digits(y, 4) && digits(m, 2) && digits(d, 2));
+    let commit_ok = (7..=40).contains(&commit.len())
+        && commit
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    date_ok && commit_ok
 }
 
 impl Default for CliIdentity {
@@ -292,6 +331,33 @@ fn node_arch() -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cli_versions_are_checked_for_shape() {
+        assert!(CliIdentity::parse(DEFAULT_CLI_VERSION).is_ok());
+        assert_eq!(
+            CliIdentity::parse(" cli-2027.01.15-0123456789abcdef ")
+                .unwrap()
+                .client_version,
+            "cli-2027.01.15-0123456789abcdef"
+        );
+        for bad in [
+            "",
+            "2026.10.01-e373342",
+            "cli-2026.10.01",
+            "cli-2026.10-e373342",
+            "cli-2026.10.01-E373342",
+            "cli-2026.10.01-e37",
+            "cli-26.10.01-e373342",
+            "cli-2026.10.01-e373342\r\nx-evil: 1",
+        ] {
+            let error = CliIdentity::parse(bad).unwrap_err();
+            assert!(
+                error.to_string().contains("cli-YYYY.MM.DD"),
+                "{bad:?}: {error}"
+            );
+        }
+    }
+
     use super::*;
     use cursor_proto::ir::Classify as _;
 
