@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cursor_agent::session::{AgentSession, CliIdentity, ModelChoice, StaticToken};
 use cursor_agent::testing::{
-    AllowedTools, McpStateRequests, Replica, ReplicaServer, RunRecord, Script,
+    AllowedTools, Fault, McpStateRequests, Replica, ReplicaServer, RunRecord, Script,
 };
 use cursor_agent::{AgentEvent, ExecArm, ExecOutcome, HostProfile, MCP_TOOL_GROUP};
 use cursor_proto::ir::{
@@ -304,4 +304,84 @@ fn the_default_client_version_is_the_newest_public_cli_version() {
         CliIdentity::default().client_version.as_str(),
         DEFAULT_CLI_VERSION
     );
+}
+
+/// A text delta as the server sends it.
+fn text_frame(text: &str) -> cursor_proto::agent::v1::AgentServerMessage {
+    use cursor_proto::agent::v1 as w;
+    w::AgentServerMessage {
+        message: Some(w::agent_server_message::Message::InteractionUpdate(
+            w::InteractionUpdate {
+                message: Some(w::interaction_update::Message::TextDelta(
+                    w::TextDeltaUpdate { text: text.into() },
+                )),
+                ..Default::default()
+            },
+        )),
+        ..Default::default()
+    }
+}
+
+/// Chaos before the first event: every turn's first Run meets a transport fault (a stream
+/// reset, a closed connection, a GOAWAY with an error) before the server sent anything. The
+/// host saw nothing, so the session opens the Run once more and the turn completes.
+#[tokio::test]
+async fn faults_before_the_first_event_are_retried_once_and_the_turns_complete() {
+    let replica = Replica::start().await.unwrap();
+    let session = session(&replica);
+    let faults = [
+        Fault::ResetStream,
+        Fault::CloseConnection,
+        Fault::GoawayWithError,
+    ];
+    let turns = 30;
+    let mut completed = 0;
+    for turn in 0..turns {
+        replica.script(Script::FaultBeforeFirstFrame(faults[turn % faults.len()]));
+        let events = whole_turn(&session, ask("ping"), "composer-2.5").await;
+        if ended_normally(&events) && text(&events) == "pong" {
+            completed += 1;
+        }
+        // Nothing of the failed attempt reached the host.
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, AgentEvent::Ir(Event::Error(_) | Event::Reset))),
+            "{events:?}"
+        );
+    }
+    assert_eq!(completed, turns);
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 2 * turns);
+    let faulted = runs
+        .iter()
+        .filter(|r| r.outcome.starts_with("fault: "))
+        .count();
+    assert_eq!(faulted, turns);
+    println!("{faulted} faults before the first event, {completed}/{turns} turns completed");
+}
+
+/// Never twice: a second fault in a row reaches the host as the network error it is.
+#[tokio::test]
+async fn a_second_fault_in_a_row_is_not_retried() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::FaultBeforeFirstFrame(Fault::ResetStream));
+    replica.script(Script::FaultBeforeFirstFrame(Fault::ResetStream));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    assert_eq!(error_of(&events).kind, ErrorKind::Network);
+    assert_eq!(replica.runs().len(), 2);
+}
+
+/// Never after a visible event: a fault after the host saw text fails the turn.
+#[tokio::test]
+async fn a_fault_after_a_visible_event_is_not_retried() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::FramesThenFault(
+        vec![text_frame("po")],
+        Fault::ResetStream,
+    ));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    assert_eq!(text(&events), "po");
+    assert_eq!(error_of(&events).kind, ErrorKind::Network);
+    assert_eq!(replica.runs().len(), 1);
 }

@@ -58,6 +58,8 @@ struct Ctx {
     planner: Option<Session>,
     label: RunLabel,
     auth_replay_left: bool,
+    /// One transparent retry of a network failure before the host saw anything.
+    network_retry_left: bool,
     rebuild_left: bool,
     /// An event of this turn reached the host (a Run that streamed is never replayed).
     streamed: bool,
@@ -146,6 +148,7 @@ impl Ctx {
             planner: None,
             label: RunLabel::Rebuild,
             auth_replay_left: true,
+            network_retry_left: true,
             rebuild_left: true,
             streamed: false,
         }
@@ -276,7 +279,21 @@ impl State {
                     }
                     return None;
                 }
-                match self.rebuild_if_stale(live).await {
+                let failure = (&mut live.finished).await.ok().flatten();
+                if self.may_retry_network(failure.as_ref()) {
+                    self.ctx.network_retry_left = false;
+                    self.debug(serde_json::json!({
+                        "event": "networkRetry",
+                        "run": self.ctx.label.as_str(),
+                        "failure": info.message,
+                    }));
+                    match self.start().await {
+                        Ok(retried) => self.step = Step::Stream(retried),
+                        Err(failure) => self.fail(failure),
+                    }
+                    return None;
+                }
+                match self.rebuild_if_stale(failure).await {
                     Some(Ok(rebuilt)) => {
                         self.step = Step::Stream(rebuilt);
                         None
@@ -406,13 +423,27 @@ impl State {
         self.start().await
     }
 
+    /// A transport failure (refused, reset, GOAWAY, stream reset) before the host saw any
+    /// event of the turn: the Run is opened once more, planned afresh, exactly as the 401
+    /// replay does (field-reports §5: retrying is safe only before the first byte the user
+    /// saw). Timeouts and clean early ends are not retried: waiting again would double the
+    /// wait, and a backend that ends a stream on purpose ends the next one too.
+    fn may_retry_network(&self, failure: Option<&AgentError>) -> bool {
+        self.ctx.network_retry_left
+            && !self.ctx.streamed
+            && matches!(failure, Some(AgentError::Remote(info)) if info.kind == ErrorKind::Network)
+    }
+
     /// After a resumed Run failed: when the resume was stale, the rebuild to stream instead
     /// (once per turn, the handle dropped); `None` when the failure was anything else.
-    async fn rebuild_if_stale(&mut self, mut live: Live) -> Option<Result<Live, ErrorInfo>> {
+    async fn rebuild_if_stale(
+        &mut self,
+        failure: Option<AgentError>,
+    ) -> Option<Result<Live, ErrorInfo>> {
         if self.ctx.label != RunLabel::Resume || !self.ctx.rebuild_left {
             return None;
         }
-        let failure = (&mut live.finished).await.ok().flatten()?;
+        let failure = failure?;
         let plan = self.ctx.planner.as_mut()?.recover(&failure).ok()?;
         self.ctx.rebuild_left = false;
         self.ctx.label = RunLabel::Rebuild;

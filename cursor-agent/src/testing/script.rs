@@ -36,6 +36,10 @@ pub enum Script {
     /// After the run request and before any frame, break the transport this way (the faults
     /// a client may retry once, transparently, because its host saw nothing yet).
     FaultBeforeFirstFrame(Fault),
+    /// Send these frames after the run request, then a `request_context` exec whose answer
+    /// proves the client read them, then break the transport this way (a fault after the host
+    /// has seen something, which must not be retried).
+    FramesThenFault(Vec<AgentServerMessage>, Fault),
 }
 
 /// A transport fault the replica can inject.

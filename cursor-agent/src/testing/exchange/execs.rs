@@ -88,6 +88,14 @@ impl Exchange<'_> {
         });
     }
 
+    /// Waits until the client has read every frame sent so far: it answers frames in order,
+    /// so its answer to a `request_context` exec proves the earlier ones were handled.
+    pub(super) async fn read_frames_sent(&mut self) -> Result<(), Stop> {
+        self.request(Exec::RequestContextArgs(wire::RequestContextArgs::default()))
+            .await
+            .map(drop)
+    }
+
     /// A native shell exec (`shell_stream_args`), answered with what the client sent back.
     pub(super) async fn shell(
         &mut self,

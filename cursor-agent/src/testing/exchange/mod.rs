@@ -249,6 +249,16 @@ impl Exchange<'_> {
                     end: End::Fault(*fault),
                 });
             }
+            Script::FramesThenFault(frames, fault) => {
+                for frame in frames {
+                    self.send_bytes(&frame.encode_to_vec()).await?;
+                }
+                self.read_frames_sent().await?;
+                return Err(Stop {
+                    outcome: format!("fault: {fault:?}"),
+                    end: End::Fault(*fault),
+                });
+            }
             Script::Model
             | Script::Unauthenticated
             | Script::BlobMiss
