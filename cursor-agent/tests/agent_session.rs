@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cursor_agent::session::{AgentSession, ModelChoice, StaticToken, TokenSource};
-use cursor_agent::testing::{HoldOpen, Replica, ReplicaServer, Script};
+use cursor_agent::testing::{AllowedTools, HoldOpen, Replica, ReplicaServer, Script};
 use cursor_agent::{
     AgentEvent, Handle, HandleRepository, HandleStore, HostProfile, Loaded, StoreError,
 };
@@ -434,6 +434,9 @@ impl cursor_agent::session::DebugSink for Captured {
 #[tokio::test]
 async fn debug_records_carry_decisions_and_never_tokens_prompts_or_tool_output() {
     let replica = cursor_like_replica().await;
+    // A backend that sends the native shell despite the allowed-tools header, so the debug
+    // records show a translated exec.
+    replica.set_allowed_tools(AllowedTools::Ignore);
     let dir = tempfile::tempdir().unwrap();
     let sink = Arc::new(Captured::default());
     let session = AgentSession::builder(

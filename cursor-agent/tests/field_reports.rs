@@ -9,7 +9,9 @@ use cursor_agent::session::{AgentSession, CliIdentity, ModelChoice, StaticToken}
 use cursor_agent::testing::{
     AllowedTools, Fault, McpStateRequests, Replica, ReplicaServer, RunRecord, Script,
 };
-use cursor_agent::{AgentEvent, ExecArm, ExecOutcome, HostProfile, MCP_TOOL_GROUP};
+use cursor_agent::{
+    AgentEvent, ExecArm, ExecOutcome, HandleStore, HostProfile, MCP_TOOL_GROUP, Timers,
+};
 use cursor_proto::ir::{
     Conversation, ErrorKind, Event, Message, NextStep, StopReason, Tool, ToolCall, ToolResult,
 };
@@ -384,4 +386,104 @@ async fn a_fault_after_a_visible_event_is_not_retried() {
     assert_eq!(text(&events), "po");
     assert_eq!(error_of(&events).kind, ErrorKind::Network);
     assert_eq!(replica.runs().len(), 1);
+}
+
+/// A session keeping its handles in `dir`, with a short first-frame watchdog so a stalled Run
+/// fails within the test instead of after 30 s.
+fn durable_session(replica: &ReplicaServer, dir: &std::path::Path) -> AgentSession {
+    let mut timers = Timers::default();
+    timers.first_frame_timeout = Duration::from_secs(3);
+    timers.heartbeat_interval = Duration::from_secs(1);
+    AgentSession::builder(
+        Client::new().expect("client"),
+        replica.origin(),
+        Arc::new(StaticToken::new("token")),
+    )
+    .profile(HostProfile::new("acme"))
+    .workspace_uri("file:///work")
+    .session_id("s-1")
+    .handles(Arc::new(HandleStore::new(dir)))
+    .timers(timers)
+    .build()
+}
+
+/// Reads one leg to its end.
+async fn one_leg(session: &AgentSession, conversation: &Conversation) -> Vec<AgentEvent> {
+    let mut turn = session.turn(conversation, &ModelChoice::new("composer-2.5"));
+    let mut events = Vec::new();
+    while let Some(event) = tokio::time::timeout(WAIT, turn.next())
+        .await
+        .expect("no stall")
+    {
+        events.push(event);
+    }
+    events
+}
+
+async fn runs_recorded(replica: &Replica, count: usize) -> Vec<RunRecord> {
+    for _ in 0..200 {
+        let runs = replica.runs();
+        if runs.len() >= count {
+            return runs;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the replica recorded {:?}", replica.runs());
+}
+
+/// field-reports §5: a tool round abandoned while the server waits for its result poisons the
+/// remote conversation: a later Run that resumes it stalls. The host's retry of the same
+/// turn (pi retries turns that failed on the network) must not resume into it.
+#[tokio::test]
+async fn a_retried_turn_after_an_abandoned_tool_round_does_not_resume_the_waiting_conversation() {
+    let replica = Replica::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let first = Conversation::new("").with_message(Message::user_text("remember ZEBRA-9"));
+    let session = durable_session(&replica, dir.path());
+    assert!(ended_normally(
+        &whole_turn(&session, first.clone(), "composer-2.5").await
+    ));
+
+    // The next turn asks for a tool; the process dies while the host runs it.
+    let mut ask = first
+        .with_message(Message::assistant_text("OK, I will remember that."))
+        .with_message(Message::user_text(
+            r#"tool: read_file {"path": "notes.txt"}"#,
+        ));
+    ask.tools = tools();
+    let leg = one_leg(&session, &ask).await;
+    assert!(matches!(
+        leg.last(),
+        Some(AgentEvent::Ir(Event::Done {
+            reason: StopReason::ToolUse
+        }))
+    ));
+    drop(session);
+    let runs = runs_recorded(&replica, 2).await;
+    let poisoned = runs[1].conversation_id.clone();
+    assert!(replica.owes_tool_result(&poisoned));
+
+    // A new process retries the same turn.
+    let retry = durable_session(&replica, dir.path());
+    let events = whole_turn(&retry, ask.clone(), "composer-2.5").await;
+    assert!(ended_normally(&events), "{events:?}");
+    assert!(text(&events).contains("the file says hello"), "{events:?}");
+    let runs = replica.runs();
+    let retried = runs.last().unwrap();
+    assert_ne!(retried.conversation_id, poisoned, "{runs:?}");
+    assert_eq!(retried.label, "agent-rebuild");
+    assert!(
+        runs.iter()
+            .skip(2)
+            .all(|run| run.conversation_id != poisoned),
+        "{runs:?}"
+    );
+
+    // The rebuilt conversation is resumed afterwards.
+    let next = ask
+        .with_message(Message::assistant_text("done"))
+        .with_message(Message::user_text("what did I ask you to remember?"));
+    let events = whole_turn(&retry, next, "composer-2.5").await;
+    assert!(text(&events).contains("ZEBRA-9"), "{events:?}");
+    assert_eq!(replica.runs().last().unwrap().label, "agent-resume");
 }

@@ -27,6 +27,11 @@ pub struct Handle {
     pub fingerprint: Fingerprint,
     /// The tool set registered with the remote conversation.
     pub toolset_key: ToolsetKey,
+    /// A later Run of this conversation ended a leg waiting for tool results that may never
+    /// have been sent (the host aborted, or the process died): the backend may still wait for
+    /// them, and a Run resuming the conversation would stall (field-reports §5), so the next
+    /// Run rebuilds instead.
+    pub awaiting_tool_results: bool,
 }
 
 impl Handle {
@@ -44,6 +49,7 @@ impl Handle {
             blobs,
             fingerprint,
             toolset_key,
+            awaiting_tool_results: false,
         }
     }
 
@@ -64,6 +70,7 @@ impl Handle {
             blobs: point.blobs,
             fingerprint: Fingerprint::of_user_turns(&conversation.messages),
             toolset_key: ToolsetKey::of(&conversation.tools),
+            awaiting_tool_results: false,
         }
     }
 
@@ -75,6 +82,7 @@ impl Handle {
             checkpoint: STANDARD.encode(&self.checkpoint),
             fingerprint: self.fingerprint.to_hex(),
             toolset_key: self.toolset_key.to_hex(),
+            awaiting_tool_results: self.awaiting_tool_results,
             blobs: self
                 .blobs
                 .iter()
@@ -116,6 +124,7 @@ impl Handle {
                 .ok_or(HandleFileError::Digest("fingerprint"))?,
             toolset_key: ToolsetKey::from_hex(&file.toolset_key)
                 .ok_or(HandleFileError::Digest("tool-set key"))?,
+            awaiting_tool_results: file.awaiting_tool_results,
         })
     }
 }
@@ -171,6 +180,10 @@ struct HandleFile {
     checkpoint: String,
     fingerprint: String,
     toolset_key: String,
+    /// Written only when true, so files without it (every file before it existed) read as
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    awaiting_tool_results: bool,
     blobs: Vec<BlobEntry>,
 }
 
@@ -204,6 +217,14 @@ mod tests {
         assert!(text.contains("\"version\":1"), "{text}");
         assert!(text.contains("\"checkpoint\":\"CgEB\""), "{text}");
         assert_eq!(Handle::from_json(&json).unwrap(), handle);
+        assert!(!text.contains("awaitingToolResults"), "{text}");
+        let waiting = Handle {
+            awaiting_tool_results: true,
+            ..handle
+        };
+        let text = String::from_utf8(waiting.to_json()).unwrap();
+        assert!(text.contains("\"awaitingToolResults\":true"), "{text}");
+        assert_eq!(Handle::from_json(text.as_bytes()).unwrap(), waiting);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub enum StaleReason {
     UnusableBlobs(String),
     /// A resumed Run found the remote side gone (blob miss or `not_found`).
     RemoteStale(String),
+    /// A tool round of the remote conversation was abandoned while the backend waited for its
+    /// results ([`Handle::awaiting_tool_results`]); resuming it would stall.
+    AbandonedToolRound,
 }
 
 /// The checkpoint and options a resumed Run opens with.
@@ -126,6 +129,7 @@ impl Plan {
             Some(StaleReason::UnusableCheckpoint(_)) => "checkpoint",
             Some(StaleReason::UnusableBlobs(_)) => "blobs",
             Some(StaleReason::RemoteStale(_)) => "remote",
+            Some(StaleReason::AbandonedToolRound) => "abandonedToolRound",
         };
         format!(
             "{{\"run\":\"{}\",\"stale\":\"{stale}\",\"mcpTools\":{},\"resumedBlobs\":{},\"reset\":{}}}",
@@ -205,6 +209,12 @@ impl Session {
         let Some(handle) = handle.filter(|_| !continues) else {
             return self.rebuild(None, false);
         };
+        if handle.awaiting_tool_results {
+            return self.rebuild(
+                Some((StaleReason::AbandonedToolRound, handle.conversation_id)),
+                false,
+            );
+        }
         let completed = Fingerprint::of_user_turns(history_of(&conversation.messages));
         if completed != handle.fingerprint {
             return self.rebuild(

@@ -57,6 +57,8 @@ struct Ctx {
     token: Option<String>,
     planner: Option<Session>,
     label: RunLabel,
+    /// The remote conversation the current Run belongs to.
+    conversation_id: Option<String>,
     auth_replay_left: bool,
     /// One transparent retry of a network failure before the host saw anything.
     network_retry_left: bool,
@@ -147,6 +149,7 @@ impl Ctx {
             token: None,
             planner: None,
             label: RunLabel::Rebuild,
+            conversation_id: None,
             auth_replay_left: true,
             network_retry_left: true,
             rebuild_left: true,
@@ -361,11 +364,12 @@ impl State {
     }
 
     /// Opens `plan`'s Run and hands its task to the spawner.
-    fn launch(&self, plan: Plan) -> Result<Live, ErrorInfo> {
+    fn launch(&mut self, plan: Plan) -> Result<Live, ErrorInfo> {
         let token = self.ctx.token.clone().unwrap_or_default();
         let run = plan
             .open(&self.ctx.conversation, driver::now())
             .map_err(ErrorInfo::from)?;
+        self.ctx.conversation_id = Some(run.conversation_id().to_owned());
         let request_id = RequestId::generate().map_err(ErrorInfo::from)?;
         let mut headers = RequestHeaders::cli(
             &AccessToken::new(token),
@@ -455,8 +459,12 @@ impl State {
         Some(self.launch(plan))
     }
 
-    /// Keeps the Run open for the host's tool results.
+    /// Keeps the Run open for the host's tool results. A resumed conversation's stored handle
+    /// is marked first: if the results never come, the next Run must not resume it.
     fn park(&mut self, live: Live) {
+        if self.ctx.label == RunLabel::Resume {
+            self.mark_awaiting_tool_results();
+        }
         let placeholder = Ctx::new(Conversation::new(""), self.ctx.model.clone());
         let ctx = std::mem::replace(&mut self.ctx, placeholder);
         let previous = lock(&self.shared.parked).replace(Parked { live, ctx });
@@ -510,6 +518,30 @@ impl State {
             self.warn(
                 WarningCode::HandleNotRemoved,
                 format!("the stale resume handle could not be removed ({error}); it will be found stale again"),
+                Some(error.next_step()),
+            );
+        }
+    }
+
+    /// Marks the stored handle of the current conversation as waiting for tool results.
+    fn mark_awaiting_tool_results(&mut self) {
+        let (Some(repo), Some(session)) =
+            (self.shared.handles.clone(), self.shared.session_id.clone())
+        else {
+            return;
+        };
+        let Ok(Loaded::Found(mut handle)) = repo.load(&session) else {
+            return;
+        };
+        if Some(&handle.conversation_id) != self.ctx.conversation_id.as_ref() {
+            return;
+        }
+        handle.awaiting_tool_results = true;
+        if let Err(error) = repo.save(&session, &handle) {
+            // Left unmarked, a retried turn may resume a conversation that waits forever.
+            self.warn(
+                WarningCode::HandleNotSaved,
+                format!("the resume handle could not be marked as waiting for tool results ({error}); if this tool round is abandoned, remove it to avoid a stalled resume"),
                 Some(error.next_step()),
             );
         }

@@ -305,11 +305,10 @@ impl Exchange<'_> {
         }
         let root_texts = self.read_root_prompt(&state, &request).await?;
 
-        let earlier: Vec<String> = if conversation.turns.is_empty() {
-            root_texts
-        } else {
-            conversation.turns.iter().map(|t| t.user.clone()).collect()
-        };
+        // What the model sees: the root prompt's history (a rebuilt conversation keeps it in
+        // its checkpoint), then the turns this backend journaled.
+        let mut earlier = root_texts;
+        earlier.extend(conversation.turns.iter().map(|t| t.user.clone()));
         let user_text = self.record.user_text.clone();
         let answer = match model::intent(&user_text, &earlier) {
             Intent::Answer(answer) => answer,
