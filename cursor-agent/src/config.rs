@@ -370,6 +370,10 @@ pub struct Limits {
     pub max_pending_tool_calls: usize,
     /// Host events buffered while the host runs tools.
     pub max_deferred_events: usize,
+    /// User turns a rebuilt root prompt replays message by message (20); older turns are
+    /// folded into one archive blob, so the server fetches a bounded number of blobs whatever
+    /// the conversation's length (field-reports §5). 0 archives the whole history.
+    pub archive_after_turns: usize,
 }
 
 impl Default for Limits {
@@ -384,6 +388,7 @@ impl Default for Limits {
             escalate_after: 3,
             max_pending_tool_calls: 256,
             max_deferred_events: 16_384,
+            archive_after_turns: 20,
         }
     }
 }

@@ -33,7 +33,10 @@ pub(crate) fn history_of(messages: &[Message]) -> &[Message] {
     }
 }
 
-/// The root prompt messages: rules, then the history.
+/// The root prompt messages: rules, then the history. Turns older than the last
+/// [`Limits::archive_after_turns`](crate::Limits::archive_after_turns) user turns are folded
+/// into one archive message, so a rebuild makes the server fetch a bounded number of blobs
+/// however long the conversation grew (field-reports §5).
 pub(crate) fn messages(
     conversation: &Conversation,
     history: &[Message],
@@ -41,20 +44,24 @@ pub(crate) fn messages(
 ) -> Vec<Value> {
     let prefix = config.tool_prefix();
     let cap = config.limits.max_replayed_result_chars;
-    let mut out = Vec::with_capacity(history.len() + 1);
+    let host = &config.profile.display_name;
+    let (archived, recent) = split_for_archive(history, config.limits.archive_after_turns);
+    let mut out = Vec::with_capacity(recent.len() + 2);
     out.push(user_text(format!(
         "<rules>\n{}\n</rules>",
         rules_text(conversation, &config.profile)
     )));
+    if !archived.is_empty() {
+        // The archive is one blob: it must fit the per-blob cap, with room for its JSON frame.
+        let budget = config.limits.max_blob_len.saturating_sub(1024);
+        out.push(user_text(archive_text(
+            archived, &prefix, cap, host, budget,
+        )));
+    }
     let mut tool_parts: Vec<Value> = Vec::new();
-    for message in history {
+    for message in recent {
         if let Message::ToolResult(result) = message {
-            tool_parts.push(tool_result_part(
-                result,
-                &prefix,
-                cap,
-                &config.profile.display_name,
-            ));
+            tool_parts.push(tool_result_part(result, &prefix, cap, host));
             continue;
         }
         if !tool_parts.is_empty() {
@@ -75,6 +82,112 @@ pub(crate) fn messages(
         out.push(json!({"role": "tool", "content": tool_parts}));
     }
     out
+}
+
+/// Splits `history` before its `keep`-th last user message: what goes into the archive, and
+/// what is replayed message by message. Nothing is archived while there are at most `keep`
+/// user turns.
+fn split_for_archive(history: &[Message], keep: usize) -> (&[Message], &[Message]) {
+    let users: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| matches!(m, Message::User { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    match users.len().checked_sub(keep) {
+        Some(first_kept) if first_kept > 0 => users
+            .get(first_kept)
+            .map_or((history, &[]), |&at| history.split_at(at)),
+        _ => (&[], history),
+    }
+}
+
+/// The archived turns as one text: each message in a tag of its role, tool results capped
+/// like replayed ones, images named but not carried. When the whole archive would not fit
+/// `budget` bytes, the oldest messages are dropped first and the archive says how many.
+fn archive_text(
+    archived: &[Message],
+    prefix: &str,
+    cap: usize,
+    host: &str,
+    budget: usize,
+) -> String {
+    let entries: Vec<String> = archived
+        .iter()
+        .map(|message| archive_entry(message, prefix, cap, host))
+        .collect();
+    const HEAD: &str = "<conversation_archive>\nThe earlier part of this conversation, oldest first, as it happened:\n";
+    const TAIL: &str = "</conversation_archive>";
+    let mut kept = entries.len();
+    let mut size = HEAD.len() + TAIL.len() + entries.iter().map(String::len).sum::<usize>();
+    let mut first = 0;
+    // Room for the omission note too.
+    while size + 128 > budget && first < kept {
+        size -= entries[first].len();
+        first += 1;
+    }
+    kept -= first;
+    let mut text = String::with_capacity(size + 128);
+    text.push_str(HEAD);
+    if first > 0 {
+        text.push_str(&format!(
+            "[{host}: {first} older messages omitted, keeping the archive within one blob; {kept} follow]\n"
+        ));
+    }
+    for entry in &entries[first..] {
+        text.push_str(entry);
+    }
+    text.push_str(TAIL);
+    text
+}
+
+/// One archived message as tagged text.
+fn archive_entry(message: &Message, prefix: &str, cap: usize, host: &str) -> String {
+    match message {
+        Message::User { content } => {
+            let mut text = format!(
+                "<user_query>\n{}\n</user_query>\n",
+                joined_user_text(content)
+            );
+            for block in content {
+                if let UserContent::Image(image) = block {
+                    text.push_str(&format!(
+                        "<image mime=\"{}\">(not carried in the archive)</image>\n",
+                        image.mime_type
+                    ));
+                }
+            }
+            text
+        }
+        Message::Assistant { content } => {
+            let mut text = String::new();
+            for block in content {
+                match block {
+                    AssistantContent::Text { text: said } if !said.is_empty() => {
+                        text.push_str(&format!("<assistant>\n{said}\n</assistant>\n"));
+                    }
+                    AssistantContent::ToolCall(call) => text.push_str(&format!(
+                        "<tool_call id=\"{}\" name=\"{prefix}{}\">{}</tool_call>\n",
+                        call.id, call.name, call.arguments
+                    )),
+                    _ => {}
+                }
+            }
+            text
+        }
+        Message::ToolResult(result) => format!(
+            "<tool_result id=\"{}\" name=\"{prefix}{}\"{}>\n{}\n</tool_result>\n",
+            result.tool_call_id,
+            result.tool_name,
+            if result.is_error {
+                " error=\"true\""
+            } else {
+                ""
+            },
+            cap_chars(&result.joined_text(), cap, host)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The text inside `<rules>`: the host's system prompt, the local-tool policy, the intent map
@@ -413,5 +526,103 @@ mod tests {
         assert!(capped.starts_with(&"é".repeat(20)));
         assert!(capped.ends_with("[acme: tool result truncated, showing 20 of 25 characters]"));
         assert_eq!(cap_chars("short", 20, "acme"), "short");
+    }
+
+    /// `turns` user/assistant pairs, then the current question.
+    fn long_history(turns: usize) -> Conversation {
+        let mut conversation = conversation();
+        for turn in 0..turns {
+            conversation = conversation
+                .with_message(Message::user_text(format!("question {turn}")))
+                .with_message(Message::assistant_text(format!("answer {turn}")));
+        }
+        conversation.with_message(Message::user_text("current turn"))
+    }
+
+    #[test]
+    fn turns_beyond_the_bound_fold_into_one_archive_message_oldest_first() {
+        let config = config();
+        let conversation = long_history(25);
+        let values = messages(&conversation, history_of(&conversation.messages), &config);
+        // rules, the archive, then 20 turns of two messages each.
+        assert_eq!(values.len(), 2 + 2 * 20);
+        let archive = values[1]["content"][0]["text"].as_str().unwrap();
+        assert!(archive.starts_with("<conversation_archive>\n"), "{archive}");
+        assert!(archive.ends_with("</conversation_archive>"), "{archive}");
+        let first = archive
+            .find("<user_query>\nquestion 0\n</user_query>")
+            .unwrap();
+        let last = archive
+            .find("<user_query>\nquestion 4\n</user_query>")
+            .unwrap();
+        assert!(first < last);
+        assert!(archive.contains("<assistant>\nanswer 4\n</assistant>"));
+        assert!(!archive.contains("question 5"), "{archive}");
+        assert_eq!(
+            values[2]["content"][0]["text"],
+            "<user_query>\nquestion 5\n</user_query>"
+        );
+        // At or under the bound nothing is archived.
+        let short = long_history(20);
+        let values = messages(&short, history_of(&short.messages), &config);
+        assert_eq!(values.len(), 1 + 2 * 20);
+    }
+
+    #[test]
+    fn archived_tool_rounds_keep_calls_and_capped_results_and_name_images() {
+        let mut config = config();
+        config.limits.archive_after_turns = 0;
+        config.limits.max_replayed_result_chars = 5;
+        let conversation = conversation()
+            .with_message(Message::User {
+                content: vec![
+                    UserContent::Text {
+                        text: "look".into(),
+                    },
+                    UserContent::Image(Image::new("image/png", b"PNG".to_vec())),
+                ],
+            })
+            .with_message(Message::assistant_tool_calls(vec![ToolCall::new(
+                "c1",
+                "bash",
+                json!({"command": "ls"}),
+            )]))
+            .with_message(Message::ToolResult(ToolResult::text(
+                "c1",
+                "bash",
+                "0123456789",
+                true,
+            )))
+            .with_message(Message::user_text("current turn"));
+        let values = messages(&conversation, history_of(&conversation.messages), &config);
+        assert_eq!(values.len(), 2, "rules and the archive: {values:?}");
+        let archive = values[1]["content"][0]["text"].as_str().unwrap();
+        assert!(archive.contains("<image mime=\"image/png\">(not carried in the archive)</image>"));
+        assert!(
+            archive.contains(
+                r#"<tool_call id="c1" name="mcp_acme_bash">{"command":"ls"}</tool_call>"#
+            )
+        );
+        assert!(archive.contains(r#"<tool_result id="c1" name="mcp_acme_bash" error="true">"#));
+        assert!(
+            archive.contains("01234\n[acme: tool result truncated, showing 5 of 10 characters]")
+        );
+    }
+
+    #[test]
+    fn an_archive_over_one_blob_drops_its_oldest_messages_and_says_so() {
+        let mut config = config();
+        config.limits.archive_after_turns = 1;
+        config.limits.max_blob_len = 1024 + 600;
+        let conversation = long_history(30);
+        let values = messages(&conversation, history_of(&conversation.messages), &config);
+        let archive = values[1]["content"][0]["text"].as_str().unwrap();
+        assert!(archive.len() <= 600, "{}", archive.len());
+        assert!(archive.contains("older messages omitted"), "{archive}");
+        assert!(
+            archive.contains("question 28"),
+            "the newest archived turn is kept"
+        );
+        assert!(!archive.contains("question 0\n"), "{archive}");
     }
 }

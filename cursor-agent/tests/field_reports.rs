@@ -487,3 +487,84 @@ async fn a_retried_turn_after_an_abandoned_tool_round_does_not_resume_the_waitin
     assert!(text(&events).contains("ZEBRA-9"), "{events:?}");
     assert_eq!(replica.runs().last().unwrap().label, "agent-resume");
 }
+
+/// field-reports §5: a rebuild of a long history made the server fetch one blob per old turn.
+/// Turns older than the last 20 ride in one archive blob, and what they said still reaches the
+/// model.
+#[tokio::test]
+async fn a_200_turn_rebuild_fetches_a_bounded_number_of_blobs_and_keeps_old_facts() {
+    let replica = Replica::start().await.unwrap();
+    let mut conversation = Conversation::new("");
+    for turn in 0..200 {
+        let said = if turn == 3 {
+            "remember the pass phrase XK-PLATYPUS-77".to_owned()
+        } else {
+            format!("small talk {turn}")
+        };
+        conversation = conversation
+            .with_message(Message::user_text(said))
+            .with_message(Message::assistant_text(format!("reply {turn}")));
+    }
+    let conversation =
+        conversation.with_message(Message::user_text("what did I ask you to remember?"));
+    let events = whole_turn(&session(&replica), conversation, "composer-2.5").await;
+    assert!(
+        text(&events).contains("XK-PLATYPUS-77"),
+        "{}",
+        text(&events)
+    );
+    let run = only_run(&replica);
+    assert_eq!(run.label, "agent-rebuild");
+    // The rules, the archive, and 20 turns of a user and an assistant message each.
+    assert_eq!(run.blobs_fetched, 2 + 2 * 20);
+    println!(
+        "200-turn rebuild: {} root-prompt blobs fetched (one per message would be {})",
+        run.blobs_fetched,
+        1 + 2 * 200
+    );
+}
+
+/// After the host compacts its transcript (older turns replaced by a summary), the next turn
+/// rebuilds once, and the turns after it resume the new conversation.
+#[tokio::test]
+async fn a_compacted_transcript_rebuilds_once_and_resumes_afterwards() {
+    let replica = Replica::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let session = durable_session(&replica, dir.path());
+    let mut conversation = Conversation::new("");
+    for said in ["remember ZEBRA-9", "ping", "remember the door is blue"] {
+        conversation = conversation.with_message(Message::user_text(said));
+        let events = whole_turn(&session, conversation.clone(), "composer-2.5").await;
+        conversation = conversation.with_message(Message::assistant_text(text(&events)));
+    }
+    let labels: Vec<String> = replica.runs().iter().map(|r| r.label.clone()).collect();
+    assert_eq!(labels, ["agent-rebuild", "agent-resume", "agent-resume"]);
+
+    // The host compacts: a summary replaces everything but the last turn.
+    let last_two = conversation.messages[conversation.messages.len() - 2..].to_vec();
+    let mut compacted = Conversation::new("").with_message(Message::user_text(
+        "Summary of the conversation so far: the user asked me to remember ZEBRA-9.",
+    ));
+    compacted.messages.extend(last_two);
+    let mut conversation = compacted.with_message(Message::user_text("ping"));
+    let events = whole_turn(&session, conversation.clone(), "composer-2.5").await;
+    assert!(ended_normally(&events));
+    conversation = conversation.with_message(Message::assistant_text(text(&events)));
+    conversation = conversation.with_message(Message::user_text("what did I ask you to remember?"));
+    let events = whole_turn(&session, conversation, "composer-2.5").await;
+    assert!(
+        text(&events).contains("the door is blue"),
+        "{}",
+        text(&events)
+    );
+    let runs = replica.runs();
+    let labels: Vec<&str> = runs[3..].iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["agent-rebuild", "agent-resume"]);
+    assert_ne!(runs[3].conversation_id, runs[2].conversation_id);
+    assert_eq!(runs[4].conversation_id, runs[3].conversation_id);
+    // The resume adds no history: its root prompt is the rebuilt one, from the checkpoint.
+    assert_eq!(
+        runs[4].root_prompt_user_texts,
+        runs[3].root_prompt_user_texts
+    );
+}

@@ -450,6 +450,11 @@ impl Exchange<'_> {
             return;
         }
         self.record.history_replayed = true;
+        if role == "user" && text.starts_with("<conversation_archive>") {
+            // The model reads the archived turns' queries like replayed ones.
+            texts.extend(tagged(&text, "<user_query>\n", "\n</user_query>").map(str::to_owned));
+            return;
+        }
         if role == "tool" {
             let results = parts
                 .into_iter()
@@ -554,6 +559,18 @@ impl Exchange<'_> {
         self.next_id += 1;
         id
     }
+}
+
+/// Every text between `open` and `close` in `text`, in order.
+fn tagged<'t>(text: &'t str, open: &'t str, close: &'t str) -> impl Iterator<Item = &'t str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let start = rest.find(open)? + open.len();
+        let len = rest[start..].find(close)?;
+        let found = &rest[start..start + len];
+        rest = &rest[start + len + close.len()..];
+        Some(found)
+    })
 }
 
 /// A refusal the way Cursor sends rate limits, quotas and version floors: HTTP 200, then an
