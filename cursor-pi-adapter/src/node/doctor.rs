@@ -25,6 +25,7 @@ pub fn doctor(
             let handle_dir = crate::provider::PiEnv::from_env().handle_dir;
             let warnings = state::sessions().recent_warnings();
             let headless = HeadlessTokens::from_env();
+            let last_turn = state::turn_log().last();
             let input = DoctorInput {
                 credentials_json: credentials_json.as_deref(),
                 persisted_catalog: persisted_catalog.as_deref(),
@@ -34,6 +35,7 @@ pub fn doctor(
                 handle_dir: handle_dir.as_deref(),
                 warnings: &warnings,
                 headless: headless.as_ref(),
+                last_turn: last_turn.as_ref(),
             };
             match state::client() {
                 Ok(client) => diagnose(&client, input).await,

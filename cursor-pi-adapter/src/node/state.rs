@@ -8,11 +8,12 @@ use cursor_proto::ir::ErrorInfo;
 use cursor_transport::Client;
 use serde_json::Value;
 
-use crate::provider::{Sessions, Spawner};
+use crate::provider::{Sessions, Spawner, TurnLog};
 
 static CLIENT: Mutex<Option<Client>> = Mutex::new(None);
 static SESSIONS: OnceLock<Sessions> = OnceLock::new();
 static SNAPSHOT: Mutex<Option<Value>> = Mutex::new(None);
+static TURN_LOG: OnceLock<TurnLog> = OnceLock::new();
 
 /// The process's transport client, made on first use.
 pub(crate) fn client() -> Result<Client, ErrorInfo> {
@@ -28,6 +29,11 @@ pub(crate) fn client() -> Result<Client, ErrorInfo> {
 /// The sessions whose Run waits for tool results.
 pub(crate) fn sessions() -> Sessions {
     SESSIONS.get_or_init(Sessions::new).clone()
+}
+
+/// The last turn of this process, for the doctor.
+pub(crate) fn turn_log() -> TurnLog {
+    TURN_LOG.get_or_init(TurnLog::new).clone()
 }
 
 /// Runs driver tasks on napi's runtime.

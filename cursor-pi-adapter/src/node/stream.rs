@@ -33,7 +33,8 @@ pub fn stream_simple(
     let (handle, signal) = abort_pair();
     spawn(async move {
         let work = async {
-            let provider = Provider::select(ChannelKind::from_env(), agent, inference);
+            let provider = Provider::select(ChannelKind::from_env(), agent, inference)
+                .with_turn_log(state::turn_log());
             provider
                 .stream_patched(&model_json, &context_json, &options_json, signal, |event| {
                     batch.send(&event.to_string());

@@ -39,10 +39,12 @@ pub struct DoctorInput<'a> {
     pub warnings: &'a [cursor_proto::ir::Warning],
     /// The headless tokens from the environment ([`HeadlessTokens::from_env`]), if set.
     pub headless: Option<&'a HeadlessTokens>,
+    /// The last turn this process ran ([`TurnLog::last`](super::TurnLog::last)), if any.
+    pub last_turn: Option<&'a super::LastTurn>,
 }
 
 /// The report, as JSON: `provider`, `channel`, `credentials`, `headless`, `identity`,
-/// `network`, `handle` and `catalog` sections.
+/// `network`, `handle`, `catalog` and `lastTurn` sections.
 ///
 /// Tokens never appear (only whether they exist and when they expire), and the host identity
 /// is shown as the first eight hex digits of its hash.
@@ -56,6 +58,14 @@ pub async fn diagnose<C: HttpClient + ?Sized>(client: &C, input: DoctorInput<'_>
         "network": if input.probe_network { network_section(client).await } else { json!({"state": "not probed"}) },
         "handle": handle_section(input.waiting_runs, input.handle_dir, input.warnings),
         "catalog": catalog_section(input.persisted_catalog, input.now_ms),
+        "lastTurn": match input.last_turn {
+            Some(turn) => json!({
+                "model": turn.model,
+                "servedBy": turn.served_by.as_deref().unwrap_or("not reported by Cursor"),
+                "ended": if turn.ended.is_empty() { "running" } else { turn.ended.as_str() },
+            }),
+            None => json!({"state": "no turn in this process yet"}),
+        },
     })
 }
 
@@ -209,6 +219,7 @@ mod tests {
                 None,
             )],
             headless: None,
+            last_turn: None,
         };
         let report = diagnose(&Offline, input).await;
         let text = report.to_string();

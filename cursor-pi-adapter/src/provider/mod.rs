@@ -84,6 +84,7 @@ mod retry_words;
 #[cfg(test)]
 mod test_env;
 mod turn;
+mod turn_log;
 mod unavailable;
 mod usage;
 
@@ -105,6 +106,7 @@ pub use profile::{
     PiEnv, RESEND_MCP_ENV, pi_profile,
 };
 pub use turn::{Turn, TurnOptions};
+pub use turn_log::{LastTurn, TurnLog};
 pub use unavailable::UnavailableChannel;
 pub use usage::{account_usage, usage_text, usage_token};
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::compat::{EventMapper, ModelInfo, conversation_from_json};
 
 use super::unavailable::UnavailableChannel;
-use super::{API, AbortSignal, Channel, ChannelKind, PROVIDER_ID, Turn, TurnOptions};
+use super::{API, AbortSignal, Channel, ChannelKind, PROVIDER_ID, Turn, TurnLog, TurnOptions};
 
 /// The `cursor` provider: answers pi's `streamSimple` calls on the one channel it was built
 /// with.
@@ -21,12 +21,13 @@ use super::{API, AbortSignal, Channel, ChannelKind, PROVIDER_ID, Turn, TurnOptio
 #[derive(Clone, Debug)]
 pub struct Provider {
     channel: Arc<dyn Channel>,
+    log: Option<TurnLog>,
 }
 
 impl Provider {
     /// A provider answering on `channel`.
     pub fn new(channel: Arc<dyn Channel>) -> Self {
-        Self { channel }
+        Self { channel, log: None }
     }
 
     /// The provider for a `CURSOR_PROVIDER_CHANNEL` choice ([`ChannelKind::from_env`]):
@@ -44,6 +45,13 @@ impl Provider {
             Err(reason) => Arc::new(UnavailableChannel::new(ChannelKind::Agent, reason)),
         };
         Self::new(channel)
+    }
+
+    /// Records every turn's model, served model and end in `log` (for `/cursor-doctor`).
+    #[must_use]
+    pub fn with_turn_log(mut self, log: TurnLog) -> Self {
+        self.log = Some(log);
+        self
     }
 
     /// The channel turns go to.
@@ -101,7 +109,14 @@ impl Provider {
             .clone()
             .unwrap_or_else(|_| ModelInfo::new(API, PROVIDER_ID, "unknown"));
         let mut mapper = mapper(quoted);
+        let log = self.log.clone();
+        if let (Some(log), Ok(model)) = (&log, &model) {
+            log.begin(&model.id);
+        }
         let mut send = |mapper: &mut EventMapper, event: Event| {
+            if let Some(log) = &log {
+                log.note(&event);
+            }
             mapper.map(event).into_iter().for_each(&mut emit);
         };
 
