@@ -19,7 +19,9 @@
 //! - `POST /replica/script` scripts the next Run: the body `silent` makes it read its request
 //!   and then send nothing until the client gives up (for abort tests); `text N` makes it
 //!   answer with N one-word text deltas sent back to back, then end the turn (for latency
-//!   measurements).
+//!   measurements); `resource-exhausted MESSAGE` answers HTTP 200 with a `resource_exhausted`
+//!   Connect error, as Cursor refuses a spent quota; `fault reset|close|goaway` breaks the
+//!   Run's stream (or connection) before its first frame.
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -33,7 +35,15 @@
 //!   keep every Run's response open after `turn_ended`, until the client closes it or for N ms,
 //!   as Cursor may;
 //! - `--heartbeat-ms N` [`REPLICA_HEARTBEAT_MS`]: send an `InteractionUpdate.heartbeat` every
-//!   N ms while waiting for the client (tool rounds, held-open streams), as Cursor does.
+//!   N ms while waiting for the client (tool rounds, held-open streams), as Cursor does;
+//! - `--mcp-state never|grok|always` [`REPLICA_MCP_STATE`]: which Runs ask for the host's MCP
+//!   state (exec arm 36) before using a tool and call only a tool the state lists; `grok` (the
+//!   default) is what the live backend does since 2026-09-21;
+//! - `--ignore-allowed-tools` [`REPLICA_IGNORE_ALLOWED_TOOLS=1`]: send native execs whatever
+//!   `x-cursor-agent-allowed-tools` says (by default a `run:` turn whose header does not allow
+//!   `shell_tool_call` uses the host's MCP command tool);
+//! - `--min-client-version V` [`REPLICA_MIN_CLIENT_VERSION`]: refuse Runs whose
+//!   `x-cursor-client-version` sorts below `V`, with Cursor's "Please update" refusal.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
 //! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
@@ -46,7 +56,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use cursor_agent::testing::{HoldOpen, Replica, Script};
+use cursor_agent::testing::{AllowedTools, Fault, HoldOpen, McpStateRequests, Replica, Script};
 use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
 use cursor_inference::testing::Replica as InferenceReplica;
@@ -72,6 +82,19 @@ struct Options {
     log: Option<String>,
     hold_open: HoldOpen,
     heartbeat: Option<Duration>,
+    mcp_state: McpStateRequests,
+    ignore_allowed_tools: bool,
+    min_client_version: Option<String>,
+}
+
+/// The `--mcp-state` words.
+fn mcp_state(word: &str) -> Result<McpStateRequests, BoxError> {
+    match word {
+        "never" => Ok(McpStateRequests::Never),
+        "grok" => Ok(McpStateRequests::GrokModels),
+        "always" => Ok(McpStateRequests::Always),
+        other => Err(format!("--mcp-state takes never, grok or always, not {other:?}").into()),
+    }
 }
 
 impl Options {
@@ -96,6 +119,12 @@ impl Options {
             heartbeat: env("REPLICA_HEARTBEAT_MS")
                 .map(|ms| ms.parse().map(Duration::from_millis))
                 .transpose()?,
+            mcp_state: env("REPLICA_MCP_STATE")
+                .map(|word| mcp_state(&word))
+                .transpose()?
+                .unwrap_or_default(),
+            ignore_allowed_tools: env("REPLICA_IGNORE_ALLOWED_TOOLS").is_some_and(|v| v != "0"),
+            min_client_version: env("REPLICA_MIN_CLIENT_VERSION"),
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -115,6 +144,14 @@ impl Options {
                 "--heartbeat-ms" => {
                     let ms = args.next().ok_or("--heartbeat-ms needs a number")?;
                     options.heartbeat = Some(Duration::from_millis(ms.parse()?));
+                }
+                "--mcp-state" => {
+                    options.mcp_state = mcp_state(&args.next().ok_or("--mcp-state needs a word")?)?;
+                }
+                "--ignore-allowed-tools" => options.ignore_allowed_tools = true,
+                "--min-client-version" => {
+                    let version = args.next().ok_or("--min-client-version needs a version")?;
+                    options.min_client_version = Some(version);
                 }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
@@ -153,6 +190,11 @@ async fn main() -> Result<(), BoxError> {
     replica.set_fail_auth(options.fail_auth);
     replica.set_hold_open(options.hold_open);
     replica.set_idle_heartbeat(options.heartbeat);
+    replica.set_mcp_state_requests(options.mcp_state);
+    if options.ignore_allowed_tools {
+        replica.set_allowed_tools(AllowedTools::Ignore);
+    }
+    replica.set_min_client_version(options.min_client_version.clone());
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -276,6 +318,19 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
     let body = String::from_utf8_lossy(body);
     let script = match body.trim().split_once(' ') {
         None if body.trim() == "silent" => Script::Silent,
+        Some(("resource-exhausted", message)) => Script::ResourceExhausted(message.trim().into()),
+        Some(("fault", kind)) => match kind.trim() {
+            "reset" => Script::FaultBeforeFirstFrame(Fault::ResetStream),
+            "close" => Script::FaultBeforeFirstFrame(Fault::CloseConnection),
+            "goaway" => Script::FaultBeforeFirstFrame(Fault::GoawayWithError),
+            _ => {
+                return error(
+                    400,
+                    Code::InvalidArgument,
+                    "fault takes reset, close or goaway",
+                );
+            }
+        },
         Some(("text", n)) => match n.trim().parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => Script::Frames(text_frames(n)),
             _ => {
@@ -287,7 +342,8 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
             }
         },
         _ => {
-            let known = "unknown script (known: `silent`, `text N`)";
+            let known = "unknown script (known: `silent`, `text N`, `resource-exhausted MESSAGE`, \
+                         `fault reset|close|goaway`)";
             return error(400, Code::InvalidArgument, known);
         }
     };

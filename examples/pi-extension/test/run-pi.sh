@@ -9,9 +9,15 @@
 #   - `--mode json -p ping`: the assistant message streams message_start → text_start →
 #     text_delta… → text_end → message_end, agent_end comes last, and the text is `pong`
 #     (test/check-json-events.mjs); `-p ping` prints `pong`;
-#   - `-p "run: echo …"` under strace: the replica asks for a native shell exec, the provider
-#     turns it into a call of pi's bash tool, pi runs it, the answer quotes its output, and the
-#     only process exec'd besides pi itself is that command through pi's shell;
+#   - `-p "run: echo …"` under strace, against a replica that ignores the allowed-tools header:
+#     the replica asks for a native shell exec, the provider turns it into a call of pi's bash
+#     tool, pi runs it, the answer quotes its output, and the only process exec'd besides pi
+#     itself is that command through pi's shell;
+#   - the same prompt against a replica that honours the header reaches pi's bash as an MCP
+#     call (the header allows only the MCP tool group);
+#   - `--model cursor/grok-4.7 -p "tool: bash {…}"`: the replica asks for the MCP state (exec
+#     arm 36) first, as Cursor does for Grok models, and calls the tool because the state the
+#     provider reported lists it;
 #   - `-p "tool: bash {…}"`: the same through an MCP call of pi's tool;
 #   - resume across processes: one pi process is asked to remember a pass phrase, a second
 #     (`-c`, the same pi session) recalls it, and the replica saw the second Run as a resume of
@@ -69,6 +75,10 @@ export CURSOR_REPLICA_INFERENCE_ORIGIN
 CURSOR_PROVIDER_AGENT_ORIGIN=$origin
 CURSOR_PROVIDER_API_ORIGIN=$origin
 export CURSOR_PROVIDER_AGENT_ORIGIN CURSOR_PROVIDER_API_ORIGIN
+# The live backend does not always honour x-cursor-agent-allowed-tools (field-reports §3): the
+# native exec check runs against a replica that sends native execs whatever the header says.
+start_replica native --ignore-allowed-tools
+native=$origin
 start_replica refusing --fail-auth
 refusing=$origin
 # Its own replica for the abort, so a silent Run it queues can never reach another check.
@@ -119,6 +129,17 @@ pi_headless() {
     CURSOR_REFRESH_TOKEN=env-refresh-token node "$entry" --offline --no-session "$@" </dev/null)
 }
 
+# last_exec_kinds <log>: the last Run's execs as `kind:status` words, in order.
+last_exec_kinds() {
+  tail -n 1 "$1" | node -e '
+    let text = "";
+    process.stdin.on("data", (chunk) => (text += chunk));
+    process.stdin.on("end", () => {
+      const run = JSON.parse(text);
+      console.log(run.execs.map((exec) => `${exec.kind}:${exec.status}`).join(" "));
+    });'
+}
+
 # runs_logged <log>: how many Runs a replica finished.
 runs_logged() {
   wc -l <"$1" | tr -d ' '
@@ -156,7 +177,7 @@ for version in 0.99.1 1.0.3 1.6.0; do
 
   begin "$version native exec through pi's bash, and no other process"
   status=0
-  out=$(cd "$work" && HOME="$work/home" PI_SKIP_VERSION_CHECK=1 strace -f -qq -s 4096 -e trace=execve -e signal=none \
+  out=$(cd "$work" && CURSOR_PROVIDER_AGENT_ORIGIN=$native HOME="$work/home" PI_SKIP_VERSION_CHECK=1 strace -f -qq -s 4096 -e trace=execve -e signal=none \
     -o "$work/strace.txt" node "$entry" --offline --no-session -e "$ext" --model "$model" -p "run: echo native-$version" </dev/null 2>&1) || status=$?
   [ "$status" -eq 0 ] || problem "exited $status: $out"
   case "$out" in
@@ -174,6 +195,31 @@ for version in 0.99.1 1.0.3 1.6.0; do
   [ "$shell_execs" -ge 1 ] || problem "pi's shell never ran the command: $(cat "$work/strace.txt")"
   [ "$execs" -eq $((shell_execs + 1)) ] ||
     problem "$((execs - 1 - shell_execs)) other exec(s): $(grep -vE "echo native-$version" "$work/strace.txt" | tail -n +2)"
+  end
+
+  begin "$version the native exec arrived as a native shell request"
+  last_exec_kinds "$work/native.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
+  [ "$(cat "$work/kinds.txt")" = "shell_stream:success" ] || problem "execs: $(cat "$work/kinds.txt")"
+  end
+
+  begin "$version run: under the allowed-tools header becomes an MCP call of pi's bash"
+  out=$(pi "$entry" -e "$ext" --model "$model" -p "run: echo allowed-$version" 2>&1) || problem "exited $?"
+  case "$out" in
+    *"allowed-$version"*) ;;
+    *) problem "printed: $out" ;;
+  esac
+  last_exec_kinds "$work/runs.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
+  [ "$(cat "$work/kinds.txt")" = "mcp:success" ] || problem "execs: $(cat "$work/kinds.txt")"
+  end
+
+  begin "$version a Grok tool round starts with the MCP state (exec arm 36)"
+  out=$(pi "$entry" -e "$ext" --model cursor/grok-4.7 -p "tool: bash {\"command\":\"echo grok-$version\"}" 2>&1) || problem "exited $?"
+  case "$out" in
+    *"grok-$version"*) ;;
+    *) problem "printed: $out" ;;
+  esac
+  last_exec_kinds "$work/runs.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
+  [ "$(cat "$work/kinds.txt")" = "mcp_state:success mcp:success" ] || problem "execs: $(cat "$work/kinds.txt")"
   end
 
   begin "$version MCP tool call of pi's bash"
