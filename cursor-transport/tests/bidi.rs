@@ -630,3 +630,41 @@ async fn recv_data_yields_the_raw_body_then_none() {
         "stays at the end"
     );
 }
+
+/// A first receive dropped while the response head is still on its way (a `select!` that
+/// took another branch) loses nothing: the next receive gets the head and the message.
+#[tokio::test]
+async fn a_first_receive_dropped_before_the_head_arrived_loses_nothing() {
+    let (mut server, _client, mut call) = fresh_call().await;
+    let mut incoming = within(server.accept()).await.unwrap();
+    // The server has sent nothing yet, so this wait cannot finish; it is dropped.
+    let dropped = tokio::time::timeout(Duration::from_millis(50), call.recv()).await;
+    assert!(dropped.is_err(), "no head was sent: {dropped:?}");
+    incoming.send(b"hello").await.unwrap();
+    incoming.finish_ok().await.unwrap();
+    assert_eq!(
+        within(call.recv()).await.unwrap().as_deref(),
+        Some(&b"hello"[..])
+    );
+    assert_eq!(within(call.recv()).await.unwrap(), None);
+}
+
+/// The same for a refusal: a receive dropped while the error body is on its way still lets
+/// the next receive report the server's words.
+#[tokio::test]
+async fn a_receive_dropped_while_waiting_for_a_refusal_still_reports_it() {
+    let (mut server, _client, mut call) = fresh_call().await;
+    let incoming = within(server.accept()).await.unwrap();
+    let dropped = tokio::time::timeout(Duration::from_millis(50), call.recv()).await;
+    assert!(dropped.is_err(), "nothing was sent: {dropped:?}");
+    incoming
+        .respond(
+            429,
+            "application/json",
+            br#"{"code":"resource_exhausted","message":"slow down"}"#.to_vec(),
+        )
+        .await
+        .unwrap();
+    let error = within(call.recv()).await.unwrap_err();
+    assert!(error.to_string().contains("slow down"), "{error}");
+}

@@ -21,7 +21,8 @@ use super::handle::Handle;
 /// Where a host keeps the resume handles of its sessions. [`HandleStore`] keeps them on disk;
 /// a host with its own storage (a database, a keychain) implements this instead.
 ///
-/// Calls may block briefly (file locks, fsync); the session calls them between frames.
+/// Calls may block (file locks, fsync): the driver's `AgentSession` makes
+/// them on tokio's blocking pool, never on the runtime's own threads.
 pub trait HandleRepository: Send + Sync + std::fmt::Debug {
     /// `session_id`'s handle; an unusable one is reported as [`Loaded::Corrupt`] and is no
     /// longer served.
@@ -126,6 +127,10 @@ pub enum StoreError {
         /// The underlying error.
         source: io::Error,
     },
+    /// The call was cut off before it finished (its blocking task was cancelled because the
+    /// runtime shut down).
+    #[error("the handle store call was interrupted: {0}")]
+    Interrupted(String),
 }
 
 impl cursor_proto::ir::Classify for StoreError {
@@ -140,6 +145,7 @@ impl cursor_proto::ir::Classify for StoreError {
                 "another process holds the handle lock; retry, or remove a lock file left by a crash"
             }
             Self::Io { .. } => "check that the handle directory exists, is writable and has space",
+            Self::Interrupted(_) => "retry the turn; the runtime was shutting down",
         })
     }
 }

@@ -17,7 +17,8 @@ use futures::stream::{self, BoxStream, Stream, StreamExt as _};
 use super::{Inner, ModelChoice, lock};
 use crate::driver::{self, RunEvents, RunHandle};
 use crate::{
-    AgentError, AgentEvent, Handle, IdSeed, Loaded, Plan, ResumePoint, RunConfig, RunLabel, Session,
+    AgentError, AgentEvent, Handle, HandleRepository, IdSeed, Loaded, Plan, ResumePoint, RunConfig,
+    RunLabel, Session, StoreError,
 };
 
 /// The events of one turn leg; see [`AgentSession::turn`](super::AgentSession::turn).
@@ -261,14 +262,14 @@ impl State {
         let event = live.events.next().await?;
         match event {
             AgentEvent::Resumable(point) => {
-                self.persist(*point);
+                self.persist(*point).await;
                 self.step = Step::Stream(live);
                 None
             }
             AgentEvent::Ir(Event::Done {
                 reason: StopReason::ToolUse,
             }) => {
-                self.park(live);
+                self.park(live).await;
                 Some(AgentEvent::Ir(Event::Done {
                     reason: StopReason::ToolUse,
                 }))
@@ -349,14 +350,14 @@ impl State {
         config.limits = self.shared.limits;
         let mut planner =
             Session::new(config).with_resend_mcp_on_resume(self.shared.resend_mcp_on_resume);
-        let stored = self.load_handle();
+        let stored = self.load_handle().await;
         let plan = planner.plan(stored, &self.ctx.conversation);
         if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
             record["event"] = serde_json::json!("plan");
             self.debug(record);
         }
         if plan.drops_handle() {
-            self.remove_handle();
+            self.remove_handle().await;
         }
         self.ctx.label = plan.label();
         self.ctx.planner = Some(planner);
@@ -455,15 +456,15 @@ impl State {
             record["event"] = serde_json::json!("staleRebuild");
             self.debug(record);
         }
-        self.remove_handle();
+        self.remove_handle().await;
         Some(self.launch(plan))
     }
 
     /// Keeps the Run open for the host's tool results. A resumed conversation's stored handle
     /// is marked first: if the results never come, the next Run must not resume it.
-    fn park(&mut self, live: Live) {
+    async fn park(&mut self, live: Live) {
         if self.ctx.label == RunLabel::Resume {
-            self.mark_awaiting_tool_results();
+            self.mark_awaiting_tool_results().await;
         }
         let placeholder = Ctx::new(Conversation::new(""), self.ctx.model.clone());
         let ctx = std::mem::replace(&mut self.ctx, placeholder);
@@ -485,12 +486,17 @@ impl State {
             ))));
     }
 
-    fn load_handle(&mut self) -> Option<Handle> {
-        let (repo, session) = (
+    /// The repository and session id when this session keeps handles.
+    fn store(&self) -> Option<(Arc<dyn HandleRepository>, String)> {
+        Some((
             self.shared.handles.clone()?,
             self.shared.session_id.clone()?,
-        );
-        match repo.load(&session) {
+        ))
+    }
+
+    async fn load_handle(&mut self) -> Option<Handle> {
+        let (repo, session) = self.store()?;
+        match off_runtime(repo, move |repo| repo.load(&session)).await {
             Ok(Loaded::Found(handle)) => Some(handle),
             Ok(Loaded::Corrupt(warning)) => {
                 self.warn(WarningCode::HandleSetAside, warning.to_string(), None);
@@ -508,13 +514,11 @@ impl State {
         }
     }
 
-    fn remove_handle(&mut self) {
-        let (Some(repo), Some(session)) =
-            (self.shared.handles.clone(), self.shared.session_id.clone())
-        else {
+    async fn remove_handle(&mut self) {
+        let Some((repo, session)) = self.store() else {
             return;
         };
-        if let Err(error) = repo.remove(&session) {
+        if let Err(error) = off_runtime(repo, move |repo| repo.remove(&session)).await {
             self.warn(
                 WarningCode::HandleNotRemoved,
                 format!("the stale resume handle could not be removed ({error}); it will be found stale again"),
@@ -524,20 +528,26 @@ impl State {
     }
 
     /// Marks the stored handle of the current conversation as waiting for tool results.
-    fn mark_awaiting_tool_results(&mut self) {
-        let (Some(repo), Some(session)) =
-            (self.shared.handles.clone(), self.shared.session_id.clone())
-        else {
+    async fn mark_awaiting_tool_results(&mut self) {
+        let Some((repo, session)) = self.store() else {
             return;
         };
-        let Ok(Loaded::Found(mut handle)) = repo.load(&session) else {
+        let Some(conversation_id) = self.ctx.conversation_id.clone() else {
             return;
         };
-        if Some(&handle.conversation_id) != self.ctx.conversation_id.as_ref() {
-            return;
-        }
-        handle.awaiting_tool_results = true;
-        if let Err(error) = repo.save(&session, &handle) {
+        // One read-modify-write: nothing may slip in between the load and the save.
+        let marked = off_runtime(repo, move |repo| {
+            let Loaded::Found(mut handle) = repo.load(&session)? else {
+                return Ok(());
+            };
+            if handle.conversation_id != conversation_id {
+                return Ok(());
+            }
+            handle.awaiting_tool_results = true;
+            repo.save(&session, &handle)
+        })
+        .await;
+        if let Err(error) = marked {
             // Left unmarked, a retried turn may resume a conversation that waits forever.
             self.warn(
                 WarningCode::HandleNotSaved,
@@ -548,20 +558,32 @@ impl State {
     }
 
     /// Writes the completed turn's handle before its `Done` is handed out.
-    fn persist(&mut self, point: ResumePoint) {
-        let (Some(repo), Some(session)) =
-            (self.shared.handles.clone(), self.shared.session_id.clone())
-        else {
+    async fn persist(&mut self, point: ResumePoint) {
+        let Some((repo, session)) = self.store() else {
             return;
         };
         let handle = Handle::from_point(point, &self.ctx.conversation);
-        if let Err(error) = repo.save(&session, &handle) {
+        if let Err(error) = off_runtime(repo, move |repo| repo.save(&session, &handle)).await {
             self.warn(
                 WarningCode::HandleNotSaved,
                 format!("the resume handle could not be written ({error}); the next process rebuilds the conversation instead of resuming it"),
                 Some(error.next_step()),
             );
         }
+    }
+}
+
+/// Runs a handle-store call on tokio's blocking pool: file locks and fsync may block for
+/// seconds, and a session may run on a current-thread runtime (a CLI, the Node addon) whose
+/// other tasks must keep running meanwhile.
+async fn off_runtime<T: Send + 'static>(
+    repo: Arc<dyn HandleRepository>,
+    call: impl FnOnce(&dyn HandleRepository) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    match tokio::task::spawn_blocking(move || call(repo.as_ref())).await {
+        Ok(result) => result,
+        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        Err(join) => Err(StoreError::Interrupted(join.to_string())),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use h2::client::ResponseFuture;
 use http::HeaderMap;
 
@@ -12,6 +12,15 @@ use crate::{
     error::CursorError,
     headers::CONTENT_TYPE_STREAM,
 };
+
+/// A non-200 response head and what its body said so far.
+#[derive(Debug)]
+struct Refused {
+    status: u16,
+    headers: HeaderMap,
+    body: h2::RecvStream,
+    text: BytesMut,
+}
 
 /// How long a failed send waits for the response that may explain the failure (a 401, say).
 const EXPLAIN_SEND_FAILURE: Duration = Duration::from_millis(500);
@@ -43,6 +52,9 @@ fn already_failed() -> CursorError {
 pub struct BidiCall {
     send: Option<h2::SendStream<Bytes>>,
     response: Option<ResponseFuture>,
+    /// A non-200 response whose error body is being read (kept here so a cancelled read
+    /// resumes where it stopped).
+    refused: Option<Refused>,
     body: Option<h2::RecvStream>,
     headers: Option<HeaderMap>,
     decoder: Option<Decoder>,
@@ -65,6 +77,7 @@ impl BidiCall {
         Self {
             send: Some(send),
             response: Some(response),
+            refused: None,
             body: None,
             headers: None,
             decoder: None,
@@ -265,35 +278,61 @@ impl BidiCall {
 
     /// Awaits the response head once and checks it: 200, a Connect streaming content type,
     /// a supported encoding. Anything else is classified from status and body.
+    ///
+    /// Cancel-safe: the response future and a refusal's partly read body stay in `self`
+    /// across every await, so a dropped wait loses nothing.
     async fn ensure_open(&mut self) -> Result<(), CursorError> {
         if self.headers.is_some() {
             return Ok(());
         }
-        let response = self.response.take().ok_or(CursorError::Canceled)?;
-        let response = tokio::select! {
-            biased;
-            response = response => response.map_err(|err| h2_error::network("awaiting the response", err))?,
-            _ = self.dead.wait_for(Option::is_some) => {
-                return Err(CursorError::network_msg("connection died before the response"));
+        if self.refused.is_none() {
+            let pending = self.response.as_mut().ok_or(CursorError::Canceled)?;
+            let response = tokio::select! {
+                biased;
+                response = pending => response.map_err(|err| h2_error::network("awaiting the response", err)),
+                _ = self.dead.wait_for(Option::is_some) => {
+                    Err(CursorError::network_msg("connection died before the response"))
+                }
+            };
+            self.response = None;
+            let (parts, body) = response?.into_parts();
+            if parts.status != http::StatusCode::OK {
+                self.refused = Some(Refused {
+                    status: parts.status.as_u16(),
+                    headers: parts.headers,
+                    body,
+                    text: BytesMut::new(),
+                });
+            } else {
+                return self.accept_head(parts.headers, body);
             }
-        };
-        let (parts, mut body) = response.into_parts();
-        if parts.status != http::StatusCode::OK {
-            return Err(body::status_error(
-                parts.status.as_u16(),
-                &parts.headers,
-                &mut body,
-                &mut self.dead,
-            )
-            .await);
         }
-        let media_type = body::media_type(&parts.headers);
+        let refused = self.refused.as_mut().ok_or(CursorError::Canceled)?;
+        // Read what the refusal says (bounded); a broken body still leaves the status.
+        while refused.text.len() < body::MAX_ERROR_BODY {
+            match body::next_chunk(&mut refused.body, &mut self.dead).await {
+                Ok(Some(chunk)) => refused.text.extend_from_slice(&chunk),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let refused = self.refused.take().ok_or(CursorError::Canceled)?;
+        let text = &refused.text[..refused.text.len().min(body::MAX_ERROR_BODY)];
+        Err(body::status_error_from_body(
+            refused.status,
+            &refused.headers,
+            text,
+        ))
+    }
+
+    /// Checks a 200 head and starts reading its body.
+    fn accept_head(&mut self, headers: HeaderMap, body: h2::RecvStream) -> Result<(), CursorError> {
+        let media_type = body::media_type(&headers);
         if media_type != CONTENT_TYPE_STREAM {
             return Err(CursorError::drift(format!(
                 "streaming response has content type {media_type:?}, expected {CONTENT_TYPE_STREAM}"
             )));
         }
-        let compression = match parts.headers.get("connect-content-encoding") {
+        let compression = match headers.get("connect-content-encoding") {
             None => Compression::Identity,
             Some(value) => value
                 .to_str()
@@ -305,7 +344,7 @@ impl BidiCall {
         };
         self.decoder = Some(Decoder::new(compression).with_max_message_size(self.max_message_size));
         self.body = Some(body);
-        self.headers = Some(parts.headers);
+        self.headers = Some(headers);
         Ok(())
     }
 
@@ -327,6 +366,7 @@ impl BidiCall {
         self.send = None;
         self.body = None;
         self.response = None;
+        self.refused = None;
         self.decoder = None;
     }
 }

@@ -12,7 +12,7 @@ use crate::{
 };
 
 /// Largest error body read from a non-200 response.
-const MAX_ERROR_BODY: usize = 64 * 1024;
+pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Writes `data` as the peer's flow-control window allows; ends the stream if `end_of_stream`.
 pub(crate) async fn send_all(
@@ -95,18 +95,6 @@ pub(crate) async fn read_to_end(
 /// The error a non-200 response stands for, from its status and (JSON) body: never parsed as
 /// frames. Cursor sends Connect's `{"code","message"}` body; anything else falls back to the
 /// Connect HTTP-to-code table with the body's text as the message.
-pub(crate) async fn status_error(
-    status: u16,
-    headers: &HeaderMap,
-    body: &mut h2::RecvStream,
-    dead: &mut DeadSignal,
-) -> CursorError {
-    let text = read_to_end(body, dead, MAX_ERROR_BODY)
-        .await
-        .unwrap_or_default();
-    status_error_from_body(status, headers, &text)
-}
-
 pub(crate) fn status_error_from_body(status: u16, headers: &HeaderMap, body: &[u8]) -> CursorError {
     let mut error = ConnectError::parse_unary_body(body)
         .unwrap_or_else(|_| ConnectError::new(Code::from_http_status(status), summarize(body)));
