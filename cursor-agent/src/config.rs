@@ -74,9 +74,11 @@ impl RunConfig {
     ///
     /// # Errors
     ///
-    /// [`AgentError::Config`](crate::AgentError::Config) (today: [`Timers::validate`]).
+    /// [`AgentError::Config`](crate::AgentError::Config) ([`Timers::validate`],
+    /// [`Limits::validate`]).
     pub fn validate(&self) -> Result<(), crate::AgentError> {
-        self.timers.validate()
+        self.timers.validate()?;
+        self.limits.validate()
     }
 
     /// The prefix Cursor puts before host tool names: `mcp_<provider>_`.
@@ -98,12 +100,12 @@ impl IdSeed {
     ///
     /// # Errors
     ///
-    /// [`AgentError::Config`](crate::AgentError::Config) when the system random source fails.
+    /// [`AgentError::RandomSource`](crate::AgentError::RandomSource) when the system random
+    /// source fails.
     pub fn random() -> Result<Self, crate::AgentError> {
         let mut seed = [0; 16];
-        getrandom::fill(&mut seed).map_err(|error| {
-            crate::AgentError::Config(format!("the system random source failed: {error}"))
-        })?;
+        getrandom::fill(&mut seed)
+            .map_err(|error| crate::AgentError::RandomSource(error.to_string()))?;
         Ok(Self(seed))
     }
 
@@ -354,9 +356,10 @@ fn timer_error(message: String) -> crate::AgentError {
 pub struct Limits {
     /// Total bytes the blob store may hold (64 MiB).
     pub blob_store_capacity: usize,
-    /// Bytes one blob may hold (16 MiB).
+    /// Bytes one blob may hold (15 MiB: a blob goes back in one frame, with room for its
+    /// envelope below the transport's 16 MiB frame limit).
     pub max_blob_len: usize,
-    /// Bytes one live image of the current turn may hold (16 MiB).
+    /// Bytes one live image of the current turn may hold (15 MiB, for the same reason).
     pub max_image_len: usize,
     /// UTF-8 bytes of tool-result text sent back in one `mcp_result` (512 KiB).
     pub max_tool_result_bytes: usize,
@@ -380,8 +383,8 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             blob_store_capacity: 64 << 20,
-            max_blob_len: 16 << 20,
-            max_image_len: 16 << 20,
+            max_blob_len: 15 << 20,
+            max_image_len: 15 << 20,
             max_tool_result_bytes: 512 << 10,
             max_replayed_result_chars: 20_000,
             miss_budget: 8,
@@ -393,9 +396,49 @@ impl Default for Limits {
     }
 }
 
+/// Bytes a frame needs besides one blob or image: the message fields around it.
+pub const FRAME_OVERHEAD: usize = 64 << 10;
+
+impl Limits {
+    /// Checks that what the caps admit can be sent: a blob or an image of the largest allowed
+    /// size, plus [`FRAME_OVERHEAD`], fits the transport's frame limit, and a tool result's
+    /// cap is below it too.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Config`](crate::AgentError::Config) naming the cap and the limit.
+    pub fn validate(&self) -> Result<(), crate::AgentError> {
+        let frame = cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE;
+        for (name, value) in [
+            ("max_blob_len", self.max_blob_len),
+            ("max_image_len", self.max_image_len),
+            ("max_tool_result_bytes", self.max_tool_result_bytes),
+        ] {
+            if value.saturating_add(FRAME_OVERHEAD) > frame {
+                return Err(crate::AgentError::Config(format!(
+                    "limit {name} ({value} bytes) leaves no room for its frame: at most {} bytes fit the {frame}-byte frame limit",
+                    frame - FRAME_OVERHEAD
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_caps_fit_a_frame_with_their_envelope() {
+        Limits::default().validate().unwrap();
+        let too_big = Limits {
+            max_blob_len: cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE,
+            ..Limits::default()
+        };
+        let error = too_big.validate().unwrap_err().to_string();
+        assert!(error.contains("max_blob_len"), "{error}");
+    }
 
     fn timers(edit: impl FnOnce(&mut Timers)) -> Result<(), String> {
         let mut timers = Timers::default();

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 use cursor_transport::CursorError;
-use cursor_transport::envelope::Code;
+use cursor_transport::envelope::{Code, EnvelopeError};
 
 /// Why a Run failed, or why the host's request to it was refused.
 ///
@@ -96,9 +96,26 @@ pub enum AgentError {
         /// The id the host quoted.
         tool_call_id: String,
     },
-    /// The run configuration is unusable.
+    /// The run configuration is unusable (a timer, a limit, the model slug).
     #[error("invalid run configuration: {0}")]
     Config(String),
+    /// The operating system's random source failed (ids cannot be minted).
+    #[error("the system random source failed: {0}")]
+    RandomSource(String),
+    /// A stored checkpoint does not decode or cannot take the resume overlay.
+    #[error("the stored checkpoint is unusable: {0}")]
+    UnusableCheckpoint(String),
+    /// A reply the host produced is larger than a frame may be (the transport's limit).
+    #[error("a reply of {len} bytes exceeds the {max}-byte frame limit")]
+    ReplyTooLarge {
+        /// The encoded reply's size.
+        len: usize,
+        /// The frame limit.
+        max: usize,
+    },
+    /// This crate broke one of its own rules (a bug: please report it).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl AgentError {
@@ -128,7 +145,11 @@ impl Classify for AgentError {
             | Self::NoUserTurn
             | Self::NotAwaitingTools
             | Self::UnknownToolResult { .. }
-            | Self::Config(_) => ErrorKind::Local,
+            | Self::Config(_)
+            | Self::RandomSource(_)
+            | Self::UnusableCheckpoint(_)
+            | Self::ReplyTooLarge { .. }
+            | Self::Internal(_) => ErrorKind::Local,
         }
     }
 
@@ -152,9 +173,10 @@ impl Classify for AgentError {
             Self::UnsupportedImage { .. } => {
                 NextStep::fix_input("attach the image as png, jpeg, gif, webp or bmp")
             }
-            Self::ImageTooLarge { .. } => {
-                NextStep::fix_input("attach a smaller image (at most 16 MiB)")
-            }
+            Self::ImageTooLarge { max, .. } => NextStep::fix_input(format!(
+                "attach a smaller image (at most {})",
+                human_bytes(*max)
+            )),
             Self::NoUserTurn => NextStep::SendUserMessage,
             Self::NotAwaitingTools | Self::UnknownToolResult { .. } => {
                 NextStep::host_bug("submit results only for the tool calls of the last leg")
@@ -162,6 +184,14 @@ impl Classify for AgentError {
             Self::Config(_) => {
                 NextStep::fix_config("fix the run configuration named in the message")
             }
+            Self::RandomSource(_) => {
+                NextStep::fix_local("check the operating system's random source (getrandom)")
+            }
+            Self::UnusableCheckpoint(_) => NextStep::StartNewSession,
+            Self::ReplyTooLarge { .. } => NextStep::fix_input(
+                "return less from the tool (or lower Limits::max_tool_result_bytes)",
+            ),
+            Self::Internal(_) => NextStep::host_bug("report this bug to the cursor-agent crate"),
         }
     }
 
@@ -184,6 +214,15 @@ impl Classify for AgentError {
             return info.clone();
         }
         ErrorInfo::new(self.kind(), self.to_string(), self.next_step())
+    }
+}
+
+/// `bytes` as a short human size (`16 MiB`, `512 KiB`, `700 bytes`).
+pub(crate) fn human_bytes(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
     }
 }
 
@@ -213,6 +252,13 @@ pub enum StreamOutcome {
 
 /// How the transport's failure ends the stream for the run.
 pub(crate) fn outcome_of(error: &CursorError) -> StreamOutcome {
+    if let CursorError::Envelope(EnvelopeError::MessageTooLarge { len, max }) = error {
+        let too_large = AgentError::ReplyTooLarge {
+            len: *len,
+            max: *max,
+        };
+        return StreamOutcome::Err(too_large.to_info());
+    }
     match error.code() {
         Some(Code::NotFound) => StreamOutcome::NotFound(error.to_info()),
         _ => StreamOutcome::Err(error.to_info()),

@@ -148,7 +148,8 @@ pub use cursor_proto::ir;
 
 pub use blobs::{BlobId, BlobStore};
 pub use config::{
-    ALLOWED_TOOLS_HEADER, HostProfile, IdSeed, Limits, MAX_TIMER, MCP_TOOL_GROUP, RunConfig, Timers,
+    ALLOWED_TOOLS_HEADER, FRAME_OVERHEAD, HostProfile, IdSeed, Limits, MAX_TIMER, MCP_TOOL_GROUP,
+    RunConfig, Timers,
 };
 pub use error::{AgentError, StreamOutcome};
 pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};

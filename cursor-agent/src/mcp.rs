@@ -155,6 +155,28 @@ pub(crate) fn missing_result(host: &str) -> McpResult {
     }
 }
 
+/// The one rule every tool result sent back obeys, MCP or translated: at most
+/// [`Limits::max_tool_result_bytes`](crate::Limits::max_tool_result_bytes) bytes of text, cut
+/// at a character boundary, with a marker saying what was cut.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TextCap<'a> {
+    bytes: usize,
+    host: &'a str,
+}
+
+impl<'a> TextCap<'a> {
+    pub(crate) fn of(config: &'a crate::RunConfig) -> Self {
+        Self {
+            bytes: config.limits.max_tool_result_bytes,
+            host: &config.profile.display_name,
+        }
+    }
+
+    pub(crate) fn apply(&self, text: &str) -> String {
+        cap_bytes(text, self.bytes, self.host)
+    }
+}
+
 /// `text` cut to at most `cap` UTF-8 bytes at a character boundary, with a marker.
 pub(crate) fn cap_bytes(text: &str, cap: usize, host: &str) -> String {
     if text.len() <= cap {

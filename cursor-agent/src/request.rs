@@ -74,7 +74,7 @@ pub(crate) fn build(
     let history = match (seed, turn) {
         (Some(_), Turn::Ask(_)) => &[],
         (Some(_), Turn::Continue) => {
-            return Err(AgentError::Config(
+            return Err(AgentError::Internal(
                 "a turn that continues after tool results cannot resume: rebuild it".into(),
             ));
         }
@@ -86,14 +86,14 @@ pub(crate) fn build(
     let mut root_ids = Vec::with_capacity(prompt.len());
     for message in &prompt {
         let bytes = serde_json::to_vec(message)
-            .map_err(|e| AgentError::Config(format!("root prompt is not serializable: {e}")))?;
+            .map_err(|e| AgentError::Internal(format!("root prompt is not serializable: {e}")))?;
         root_ids.push(blobs.insert(bytes)?.as_bytes().to_vec());
     }
     let (state, raw_state) = match seed {
         Some(seed) => {
             let raw = seed.overlay(&root_ids, config)?;
             let view = ConversationStateStructure::decode(raw.as_slice())
-                .map_err(|e| AgentError::Config(format!("checkpoint is unusable: {e}")))?;
+                .map_err(|e| AgentError::UnusableCheckpoint(e.to_string()))?;
             (view, Some(raw))
         }
         None => (

@@ -570,7 +570,8 @@ impl AgentRun {
                     Some(result) => {
                         self.input_estimate += usage::estimate_result(result);
                         let elapsed = now.saturating_duration_since(call.issued_at);
-                        translation.encode(result, elapsed, &root)
+                        let cap = mcp::TextCap::of(&self.config);
+                        translation.encode(result, elapsed, &root, &cap)
                     }
                     None => translation.encode_missing(&root, &self.config.profile.display_name),
                 };

@@ -16,6 +16,8 @@ pub enum Refusal {
     Capacity,
     /// The account is not entitled to this RPC or model.
     Entitlement,
+    /// The backend failed while serving (Connect `internal` or `unknown`); retrying may work.
+    ServerFault,
     /// Any other refusal; the message says why.
     Other,
 }
@@ -28,6 +30,7 @@ impl Refusal {
             Self::ClientVersionFloor => NextStep::UpdateClientVersion,
             Self::Capacity => NextStep::WaitAndRetry,
             Self::Entitlement => NextStep::SwitchModel,
+            Self::ServerFault => NextStep::Retry,
             Self::Other => NextStep::ReadServerMessage,
         }
     }
@@ -206,6 +209,8 @@ impl Classify for CursorError {
         match self {
             Self::Connect { error, http_status } => classify(error, *http_status).0,
             Self::Network { .. } => ErrorKind::Network,
+            // Built here, from what the caller gave: the caller's to fix, not drift.
+            Self::Envelope(EnvelopeError::MessageTooLarge { .. }) => ErrorKind::Local,
             Self::ProtocolDrift { .. } | Self::Envelope(_) => ErrorKind::ProtocolDrift,
             Self::OriginRefused { .. } | Self::InvalidRequest { .. } | Self::Canceled => {
                 ErrorKind::Local
@@ -226,6 +231,9 @@ impl Classify for CursorError {
                     "use an allowlisted origin (https://api2.cursor.sh, an agent host under api5.cursor.sh such as https://agentn.api5.cursor.sh, or loopback http for tests)",
                 ),
                 Self::Canceled => NextStep::host_bug("nothing: the call was canceled on purpose"),
+                Self::Envelope(EnvelopeError::MessageTooLarge { .. }) => {
+                    NextStep::fix_input("send a smaller message (see the limit in the message)")
+                }
                 _ => NextStep::fix_input("fix the configuration or input named in the message"),
             },
         }
@@ -240,6 +248,17 @@ impl Classify for CursorError {
             Self::Connect { http_status, .. } => *http_status,
             _ => None,
         }
+    }
+
+    /// The message without the kind prefix [`Display`](std::fmt::Display) adds: the
+    /// [`ErrorInfo`] display says the kind itself (`network error: connection: connection lost`).
+    fn to_info(&self) -> ErrorInfo {
+        let message = match self {
+            Self::Network { message, .. } | Self::ProtocolDrift { message } => message.clone(),
+            other => other.to_string(),
+        };
+        ErrorInfo::new(self.kind(), message, self.next_step())
+            .with_wire(self.connect_code(), self.http_status())
     }
 }
 
@@ -289,6 +308,11 @@ fn classify(error: &ConnectError, http_status: Option<u16>) -> (ErrorKind, Optio
         ),
         Code::Unavailable | Code::DeadlineExceeded | Code::Canceled => (ErrorKind::Network, None),
         Code::Unimplemented => (ErrorKind::ProtocolDrift, None),
+        // A server-side failure, not a decision about this request: worth one more try.
+        Code::Internal | Code::Unknown => (
+            ErrorKind::RemoteRefusal,
+            Some(refusal_text.unwrap_or(Refusal::ServerFault)),
+        ),
         _ => (
             ErrorKind::RemoteRefusal,
             Some(refusal_text.unwrap_or(Refusal::Other)),
@@ -314,6 +338,42 @@ mod tests {
 
     fn remote(code: Code, message: &str, status: Option<u16>) -> CursorError {
         CursorError::connect(ConnectError::new(code, message), status)
+    }
+
+    #[test]
+    fn a_server_fault_is_a_refusal_worth_one_more_try() {
+        for code in [Code::Internal, Code::Unknown] {
+            let error = remote(code, "something broke", None);
+            assert_eq!(error.kind(), ErrorKind::RemoteRefusal);
+            assert_eq!(error.refusal(), Some(Refusal::ServerFault));
+            assert_eq!(error.next_step(), NextStep::Retry);
+        }
+    }
+
+    #[test]
+    fn an_outgoing_message_over_the_limit_is_the_callers_to_fix() {
+        let error = CursorError::from(EnvelopeError::MessageTooLarge { len: 20, max: 10 });
+        assert_eq!(error.kind(), ErrorKind::Local);
+        assert!(matches!(error.next_step(), NextStep::FixInput { .. }));
+        let frame = CursorError::from(EnvelopeError::FrameTooLarge {
+            declared: 20,
+            max: 10,
+        });
+        assert_eq!(
+            frame.kind(),
+            ErrorKind::ProtocolDrift,
+            "what the server sent"
+        );
+    }
+
+    #[test]
+    fn the_host_message_names_the_kind_once() {
+        let error = CursorError::network_msg("connection: connection lost");
+        let shown = ErrorInfo::from(&error).to_string();
+        assert!(
+            shown.starts_with("network error: connection: connection lost (next step: "),
+            "{shown}"
+        );
     }
 
     #[test]

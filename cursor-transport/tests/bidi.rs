@@ -143,6 +143,10 @@ async fn severed_connection_mid_stream_is_a_network_error() {
     incoming.sever();
     let err = within(call.recv()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Network, "{err}");
+    // What the host shows names the kind once, not once per layer.
+    let shown = cursor_proto::ir::ErrorInfo::from(&err).to_string();
+    assert!(shown.starts_with("network error: "), "{shown}");
+    assert!(!shown.contains("network failure"), "{shown}");
 }
 
 #[tokio::test]
@@ -288,14 +292,14 @@ async fn configured_max_message_size_applies_to_responses() {
     incoming.send(&[0u8; 1001]).await.unwrap();
     let err = within(call.recv()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ProtocolDrift, "{err}");
-    // Sending is bounded too.
+    // Sending is bounded too; an oversize message is the caller's, not drift.
     let mut call = client
         .bidi(&server.origin(), PATH, RequestHeaders::new())
         .await
         .unwrap();
     assert_eq!(
         call.send(&[0u8; 1001]).await.unwrap_err().kind(),
-        ErrorKind::ProtocolDrift
+        ErrorKind::Local
     );
 }
 

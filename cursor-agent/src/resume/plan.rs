@@ -72,7 +72,7 @@ impl ResumeSeed {
             client_name: &config.profile.host_name,
         }
         .apply(&self.checkpoint)
-        .map_err(|e| AgentError::Config(format!("checkpoint is unusable: {e}")))
+        .map_err(|e| AgentError::UnusableCheckpoint(e.to_string()))
     }
 }
 

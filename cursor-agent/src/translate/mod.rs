@@ -85,13 +85,17 @@ pub(crate) fn plan(native: &Native, tools: &[Tool]) -> Option<Translation> {
 
 impl Translation {
     /// The native replies answering the host's `result` (the caller appends `stream_close`).
+    ///
+    /// The text is capped by the same rule as an MCP result's ([`crate::mcp::cap_bytes`]):
+    /// a host tool's output of any size becomes a reply the transport can carry.
     pub(crate) fn encode(
         &self,
         result: &ToolResult,
         elapsed: Duration,
         workspace_root: &str,
+        cap: &crate::mcp::TextCap<'_>,
     ) -> Vec<Reply> {
-        let text = result.joined_text();
+        let text = cap.apply(&result.joined_text());
         let output = match self.route {
             Route::Codemode => {
                 let (text, failed) = codemode::unwrap(&text);

@@ -260,7 +260,7 @@ impl Pool {
         let driver = tokio::spawn(async move {
             let reason = match connection.await {
                 Ok(()) => "connection closed".to_owned(),
-                Err(err) => h2_error::network("connection", err).to_string(),
+                Err(err) => h2_error::describe("connection", &err),
             };
             driver_shared.mark_dead(reason);
         });
@@ -304,7 +304,7 @@ impl Keepalive {
                 Ok(Ok(_pong)) => {}
                 Ok(Err(err)) => {
                     self.shared
-                        .mark_dead(h2_error::network("keepalive PING", err).to_string());
+                        .mark_dead(h2_error::describe("keepalive PING", &err));
                     return;
                 }
                 Err(_) => {
