@@ -124,8 +124,9 @@ runs_logged() {
   wc -l <"$1" | tr -d ' '
 }
 
-begin "addon tests (node --test test/addon.test.mjs)"
-HOME="$work/home" node --test "$here/test/addon.test.mjs" >"$work/addon.log" 2>&1 || problem "$(cat "$work/addon.log")"
+begin "addon and index.mjs tests (node --test test/addon.test.mjs test/index.test.mjs)"
+HOME="$work/home" node --test "$here/test/addon.test.mjs" "$here/test/index.test.mjs" >"$work/addon.log" 2>&1 ||
+  problem "$(cat "$work/addon.log")"
 end
 
 begin "index.mjs imports no child_process (the provider never spawns)"
