@@ -240,26 +240,34 @@ export default function cursorProvider(pi) {
   });
 
   pi.registerCommand?.("cursor-doctor", {
-    description: "Show the Cursor provider's state: channel, credentials, identity, network, catalog",
+    description:
+      "Check the Cursor provider (channel, credentials, identity, network, handles, catalog, last turn); " +
+      "`json` shows the full report, `--offline` skips the network",
     handler: async (args, ctx) => {
+      const words = String(args ?? "").split(/\s+/);
       let text;
-      let level = "info";
+      let level;
+      let failed = false;
       try {
         const credentials = (await storedCredentials())?.[info.id];
-        const report = await nativeCall((onDone) =>
+        const diagnosis = await nativeCall((onDone) =>
           native.doctor(
             credentials ? JSON.stringify(credentials) : undefined,
             undefined,
-            !args.includes("--offline"),
+            !words.includes("--offline"),
             onDone,
           ),
         );
-        text = JSON.stringify(report, null, 2);
+        ({ text, level } = words.includes("json")
+          ? { text: JSON.stringify(diagnosis.report, null, 2), level: "info" }
+          : diagnosis);
       } catch (error) {
         text = `cursor doctor: ${error.message}`;
         level = "error";
+        failed = true;
       }
-      show(ctx, text, level);
+      // The report goes to stdout headless even when a check failed; only a failed run is stderr.
+      show(ctx, text, level, failed);
     },
   });
 }

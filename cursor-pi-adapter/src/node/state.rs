@@ -59,6 +59,12 @@ pub(crate) fn catalog_generation() -> u64 {
     SNAPSHOT.lock().unwrap_or_else(PoisonError::into_inner).0
 }
 
+/// The remembered snapshot as JSON text, if there is one.
+pub(crate) fn snapshot_json() -> Option<String> {
+    let slot = SNAPSHOT.lock().unwrap_or_else(PoisonError::into_inner);
+    slot.1.as_ref().map(Value::to_string)
+}
+
 /// The catalog in effect: the remembered snapshot, else the static table.
 pub(crate) fn catalog_store() -> CatalogStore {
     let snapshot = SNAPSHOT

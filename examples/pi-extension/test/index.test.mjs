@@ -121,6 +121,20 @@ test("/cursor-doctor reports a failed diagnosis instead of throwing into pi", as
   assert.deepEqual(shown, [{ text: `cursor doctor: ${refused.error}`, level: "error" }]);
 });
 
+test("/cursor-doctor shows the readable report, and the JSON when asked", async () => {
+  const report = { provider: { id: "cursor" }, credentials: { state: "valid" } };
+  const probes = [];
+  fake.on.doctor = (_credentials, _catalog, probe, onDone) => {
+    probes.push(probe);
+    setImmediate(() => onDone(JSON.stringify({ ok: { report, text: "ok    credentials  valid", level: "info" } })));
+    return handle;
+  };
+  assert.deepEqual(await runCommand("cursor-doctor", ""), [{ text: "ok    credentials  valid", level: "info" }]);
+  const [json] = await runCommand("cursor-doctor", "json --offline");
+  assert.deepEqual(JSON.parse(json.text), report);
+  assert.deepEqual(probes, [true, false]);
+});
+
 test("a turn reads auth.json without blocking, and again only when pi's token changed", async () => {
   const forwarded = answerDone();
   storeAuth("access-1", "refresh-1");
