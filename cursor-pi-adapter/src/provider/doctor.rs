@@ -424,7 +424,13 @@ fn last_turn_section(turn: Option<&super::LastTurn>) -> Value {
     } else {
         turn.ended.as_str()
     };
-    let summary = format!("{} (served by {served_by}): {ended}", turn.model);
+    let summary = match &turn.served_by {
+        Some(served) => format!("{}, served by {served}, ended: {ended}", turn.model),
+        None => format!(
+            "{}, ended: {ended} (Cursor did not name the model that served it)",
+            turn.model
+        ),
+    };
     let (check, next_step) = if ended.starts_with("error") {
         (
             "warn",
@@ -653,9 +659,25 @@ mod tests {
         );
         assert_eq!(
             line(&text, "last turn"),
-            "ok    last turn    composer-2.5 (served by Composer 2.5): stop"
+            "ok    last turn    composer-2.5, served by Composer 2.5, ended: stop"
         );
         assert_eq!(report["credentials"]["check"], "ok");
+    }
+
+    #[test]
+    fn a_last_turn_that_failed_is_a_warning_and_an_unnamed_server_is_said_so() {
+        let turn = super::super::LastTurn {
+            model: "composer-2.5".to_owned(),
+            served_by: None,
+            ended: "error: network".to_owned(),
+        };
+        let section = last_turn_section(Some(&turn));
+        assert_eq!(section["check"], "warn", "{section}");
+        assert_eq!(
+            section["summary"],
+            "composer-2.5, ended: error: network (Cursor did not name the model that served it)"
+        );
+        assert_eq!(section["servedBy"], "not reported by Cursor");
     }
 
     #[tokio::test]

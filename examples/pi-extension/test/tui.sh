@@ -6,7 +6,7 @@
 #     replica's tokens; `/model` selects cursor/composer-2.5 and a prompt `ping` is answered
 #     `pong`;
 #   doctor and model: with a stored credential, `/cursor-doctor --offline` shows one line per
-#     check and `/cursor-doctor json --offline` the JSON report, both without the tokens;
+#     check and `/cursor-doctor json --offline` the JSON report, neither with the tokens;
 #     `/model` lists the cursor models and selects one, which the footer then names;
 #     `/cursor-usage` shows the replica account's plan.
 # Every screen seen is kept; on a failure the last one is printed as text. Needs tmux.
@@ -134,8 +134,9 @@ for version in ${TUI_PI_VERSIONS:-1.6.0}; do
   case "$(screen)" in
     *'"accessToken"'*) problem "/cursor-doctor showed JSON unasked" ;;
   esac
+  # The JSON is taller than the window: its last section is what stays on screen.
   type_line "/cursor-doctor json --offline"
-  wait_for '"accessToken": "present (redacted)"' 15 || problem "/cursor-doctor json showed no redacted report"
+  wait_for '"lastTurn": {' 15 || problem "/cursor-doctor json showed no JSON report"
   case "$(screen)" in
     *tui-secret-*) problem "the doctor showed a token" ;;
   esac
