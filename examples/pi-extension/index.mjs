@@ -11,7 +11,9 @@
 // - A Run refused with 401 refreshes once with the refresh token stored in auth.json and
 //   replays; the new token is not written back (pi owns auth.json).
 // - OAuth callbacks, refreshModels and /cursor-doctor wrap the native calls in promises.
-import { readFileSync } from "node:fs";
+// - Nothing here may throw into pi: a turn's failure is its `error` event, a command's is a
+//   notification.
+import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,6 +24,8 @@ import { liveEvent } from "./patch.mjs";
 const here = dirname(fileURLToPath(import.meta.url));
 
 // Settles a promise from a native `onDone` payload: {ok} or {error, kind, message, nextStep}.
+// A failure rejects with an Error whose message is the whole text and which keeps `kind` and
+// `nextStep`, so a caller can act on them without parsing the text.
 function nativeCall(start, signal) {
   return new Promise((resolve, reject) => {
     const handle = start((json) => {
@@ -29,7 +33,7 @@ function nativeCall(start, signal) {
       try {
         const result = JSON.parse(json);
         if ("ok" in result) resolve(result.ok);
-        else reject(new Error(result.error));
+        else reject(Object.assign(new Error(result.error), { kind: result.kind, nextStep: result.nextStep }));
       } catch (error) {
         reject(error);
       }
@@ -45,11 +49,19 @@ function nativeCall(start, signal) {
 // The refresh token stored beside the access token pi resolved, so a Run refused with 401 can
 // refresh once and replay; pi itself still owns and persists auth.json.
 // A headless access token (CURSOR_ACCESS_TOKEN) pairs with CURSOR_REFRESH_TOKEN instead.
-function storedRefreshToken(info, providerId, apiKey) {
-  const stored = readJson(join(agentDir(), "auth.json"))?.[providerId];
-  if (stored?.type === "oauth" && stored.access === apiKey) return stored.refresh;
-  const headless = headlessToken(info.accessTokenEnv);
-  return headless !== undefined && headless === apiKey?.trim() ? headlessToken(info.refreshTokenEnv) : undefined;
+// auth.json is read without blocking pi, and again only when pi's access token changed: pi
+// rewrites both tokens together when it refreshes, so the pair read last still holds.
+function refreshTokenReader(info) {
+  let last;
+  return async (providerId, apiKey) => {
+    if (last?.apiKey !== apiKey) {
+      const stored = (await storedCredentials())?.[providerId];
+      last = { apiKey, refresh: stored?.type === "oauth" && stored.access === apiKey ? stored.refresh : undefined };
+    }
+    if (last.refresh !== undefined) return last.refresh;
+    const headless = headlessToken(info.accessTokenEnv);
+    return headless !== undefined && headless === apiKey?.trim() ? headlessToken(info.refreshTokenEnv) : undefined;
+  };
 }
 
 // A token from the environment; blank counts as unset (as in Rust's HeadlessTokens).
@@ -58,22 +70,22 @@ function headlessToken(name) {
   return value ? value : undefined;
 }
 
-function streamSimple(native, info, model, context, options) {
+function streamSimple(native, refreshTokenFor, model, context, options) {
   const stream = createAssistantMessageEventStream();
   const live = {};
   let finished = false;
+  let handle;
   const signal = options?.signal;
-  const forwarded = {
-    sessionId: options?.sessionId,
-    reasoning: options?.reasoning,
-    apiKey: options?.apiKey,
-    maxTokens: options?.maxTokens,
-    refreshToken: storedRefreshToken(info, model.provider, options?.apiKey),
-  };
   const finish = () => {
     finished = true;
     signal?.removeEventListener?.("abort", onAbort);
     stream.end();
+  };
+  // An exception must not escape to pi or into the native callback; the turn fails instead.
+  const fail = (what, error) => {
+    if (finished) return;
+    stream.push({ type: "error", reason: "error", error: failedMessage(model, live, what, error) });
+    finish();
   };
   const onEvents = (json) => {
     if (finished) return;
@@ -83,22 +95,31 @@ function streamSimple(native, info, model, context, options) {
         if (event.type === "done" || event.type === "error") return finish();
       }
     } catch (error) {
-      // An exception must not escape into the native callback; the turn fails instead.
-      stream.push({ type: "error", reason: "error", error: failedMessage(model, live, error) });
-      finish();
+      fail("could not read an event from its native addon", error);
     }
   };
-  const handle = native.streamSimple(
-    JSON.stringify(model),
-    JSON.stringify(context),
-    JSON.stringify(forwarded),
-    onEvents,
-  );
   function onAbort() {
-    handle.abort();
+    handle?.abort();
   }
-  if (signal?.aborted) handle.abort();
-  else signal?.addEventListener?.("abort", onAbort, { once: true });
+  const start = async () => {
+    const forwarded = {
+      sessionId: options?.sessionId,
+      reasoning: options?.reasoning,
+      apiKey: options?.apiKey,
+      maxTokens: options?.maxTokens,
+      refreshToken: await refreshTokenFor(model.provider, options?.apiKey),
+    };
+    handle = native.streamSimple(
+      JSON.stringify(model),
+      JSON.stringify(context),
+      JSON.stringify(forwarded),
+      onEvents,
+    );
+    // An abort while auth.json was read is honoured here.
+    if (signal?.aborted) handle.abort();
+    else signal?.addEventListener?.("abort", onAbort, { once: true });
+  };
+  start().catch((error) => fail("could not start the turn in its native addon", error));
   return stream;
 }
 
@@ -123,8 +144,8 @@ async function refreshModels(native, info, context) {
   return refreshed.models;
 }
 
-// The assistant message of a turn the JS side itself had to fail.
-function failedMessage(model, live, error) {
+// The assistant message of a turn the JS side itself had to fail; `what` went wrong.
+function failedMessage(model, live, what, error) {
   const zero = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   return {
     role: "assistant",
@@ -137,7 +158,7 @@ function failedMessage(model, live, error) {
     ...live,
     stopReason: "error",
     errorMessage:
-      `local error: the cursor extension could not read an event from its native addon (${error.message}) ` +
+      `local error: the cursor extension ${what} (${error?.message ?? error}) ` +
       "(next step: rebuild the addon with build.sh so it matches index.mjs)",
   };
 }
@@ -146,12 +167,19 @@ function agentDir() {
   return process.env.PI_CODING_AGENT_DIR ?? join(homedir(), ".pi", "agent");
 }
 
-function readJson(path) {
+// pi's auth.json, or undefined when it is missing or unreadable.
+async function storedCredentials() {
   try {
-    return JSON.parse(readFileSync(path, "utf8"));
+    return JSON.parse(await readFile(join(agentDir(), "auth.json"), "utf8"));
   } catch {
     return undefined;
   }
+}
+
+// A command's output: a notification in pi's TUI, else stdout (stderr for a failure).
+function show(ctx, text, level, failed = level === "error") {
+  if (ctx?.hasUI) ctx.ui.notify(text, level);
+  else (failed ? process.stderr : process.stdout).write(`${text}\n`);
 }
 
 export default function cursorProvider(pi) {
@@ -159,6 +187,7 @@ export default function cursorProvider(pi) {
   const info = JSON.parse(native.providerInfo());
   const { models, warnings } = JSON.parse(native.listModels());
   for (const warning of warnings) console.warn(`cursor provider: ${warning}`);
+  const refreshTokenFor = refreshTokenReader(info);
 
   pi.registerProvider(info.id, {
     name: "Cursor",
@@ -169,7 +198,7 @@ export default function cursorProvider(pi) {
     // the provider, and stores nothing for it. Unset, the provider stays OAuth-only.
     ...(headlessToken(info.accessTokenEnv) ? { apiKey: `$${info.accessTokenEnv}` } : {}),
     refreshModels: (context) => refreshModels(native, info, context),
-    streamSimple: (model, context, options) => streamSimple(native, info, model, context, options),
+    streamSimple: (model, context, options) => streamSimple(native, refreshTokenFor, model, context, options),
     oauth: {
       name: "Cursor",
       login: (callbacks) =>
@@ -194,10 +223,10 @@ export default function cursorProvider(pi) {
   pi.registerCommand?.("cursor-usage", {
     description: "Show the Cursor account's plan and how much of the billing period is used",
     handler: async (_args, ctx) => {
-      const credentials = readJson(join(agentDir(), "auth.json"))?.[info.id];
       let text;
       let level = "info";
       try {
+        const credentials = (await storedCredentials())?.[info.id];
         const report = await nativeCall((onDone) =>
           native.usage(credentials ? JSON.stringify(credentials) : undefined, onDone),
         );
@@ -206,27 +235,39 @@ export default function cursorProvider(pi) {
         text = `cursor usage: ${error.message}`;
         level = "error";
       }
-      if (ctx?.hasUI) ctx.ui.notify(text, level);
-      else if (level === "error") process.stderr.write(`${text}\n`);
-      else process.stdout.write(`${text}\n`);
+      show(ctx, text, level);
     },
   });
 
   pi.registerCommand?.("cursor-doctor", {
-    description: "Show the Cursor provider's state: channel, credentials, identity, network, catalog",
+    description:
+      "Check the Cursor provider (channel, credentials, identity, network, handles, catalog, last turn); " +
+      "`json` shows the full report, `--offline` skips the network",
     handler: async (args, ctx) => {
-      const credentials = readJson(join(agentDir(), "auth.json"))?.[info.id];
-      const report = await nativeCall((onDone) =>
-        native.doctor(
-          credentials ? JSON.stringify(credentials) : undefined,
-          undefined,
-          !args.includes("--offline"),
-          onDone,
-        ),
-      );
-      const text = JSON.stringify(report, null, 2);
-      if (ctx?.hasUI) ctx.ui.notify(text, "info");
-      else process.stdout.write(`${text}\n`);
+      const words = String(args ?? "").split(/\s+/);
+      let text;
+      let level;
+      let failed = false;
+      try {
+        const credentials = (await storedCredentials())?.[info.id];
+        const diagnosis = await nativeCall((onDone) =>
+          native.doctor(
+            credentials ? JSON.stringify(credentials) : undefined,
+            undefined,
+            !words.includes("--offline"),
+            onDone,
+          ),
+        );
+        ({ text, level } = words.includes("json")
+          ? { text: JSON.stringify(diagnosis.report, null, 2), level: "info" }
+          : diagnosis);
+      } catch (error) {
+        text = `cursor doctor: ${error.message}`;
+        level = "error";
+        failed = true;
+      }
+      // The report goes to stdout headless even when a check failed; only a failed run is stderr.
+      show(ctx, text, level, failed);
     },
   });
 }

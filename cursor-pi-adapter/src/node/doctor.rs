@@ -4,14 +4,16 @@ use bytes::Bytes;
 use cursor_auth::{HttpClient, HttpError};
 use napi::bindgen_prelude::spawn;
 use napi_derive::napi;
+use serde_json::json;
 
 use super::state;
 use super::task::{JsCallback, StreamHandle, catch_panic, outcome_json, send};
-use crate::provider::{DoctorInput, HeadlessTokens, abort_pair, diagnose};
+use crate::provider::{DoctorInput, HeadlessTokens, abort_pair, diagnose, doctor_text};
 
-/// Runs the diagnosis; `on_done` receives `{ok: <report>}` (see
-/// [`diagnose`](crate::provider::diagnose)). With `probe_network`, one request goes to
-/// Cursor's API origin.
+/// Runs the diagnosis; `on_done` receives `{ok: {report, text, level}}`: the report (see
+/// [`diagnose`](crate::provider::diagnose)), the lines `/cursor-doctor` shows and pi's
+/// notification type for them ([`doctor_text`]). With `probe_network`, one request goes to
+/// Cursor's API origin. Without `persisted_catalog`, the catalog checked is the one turns use.
 #[napi]
 pub fn doctor(
     credentials_json: Option<String>,
@@ -22,6 +24,7 @@ pub fn doctor(
     let (handle, _signal) = abort_pair();
     spawn(async move {
         let work = async {
+            let persisted_catalog = persisted_catalog.or_else(state::snapshot_json);
             let handle_dir = crate::provider::PiEnv::from_env().handle_dir;
             let warnings = state::sessions().recent_warnings();
             let headless = HeadlessTokens::from_env();
@@ -37,10 +40,12 @@ pub fn doctor(
                 headless: headless.as_ref(),
                 last_turn: last_turn.as_ref(),
             };
-            match state::client() {
+            let report = match state::client() {
                 Ok(client) => diagnose(&client, input).await,
                 Err(error) => diagnose(&NoClient(error.to_string()), input).await,
-            }
+            };
+            let (text, level) = doctor_text(&report);
+            json!({"report": report, "text": text, "level": level})
         };
         send(&on_done, outcome_json(catch_panic(work).await));
     });

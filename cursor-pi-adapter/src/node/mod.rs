@@ -11,7 +11,7 @@
 //! | `login(onAuth, onDone): StreamHandle` | `onAuth(url)`, then `onDone({ok: credentials} \| {error})` |
 //! | `refreshToken(credentials, onDone): StreamHandle` | `onDone({ok: credentials} \| {error})` |
 //! | `getApiKey(credentials): string` | the access token, or throws the auth error |
-//! | `doctor(credentials?, persistedCatalog?, probeNetwork, onDone): StreamHandle` | the `/cursor-doctor` report |
+//! | `doctor(credentials?, persistedCatalog?, probeNetwork, onDone): StreamHandle` | `/cursor-doctor`: `onDone({ok: {report, text, level}})` |
 //! | `usage(credentials?, onDone): StreamHandle` | `/cursor-usage`: `onDone({ok: {usage, text}} \| {error})` |
 //! | `StreamHandle.abort()` | stops the call; a stream then ends with an `aborted` error |
 //!

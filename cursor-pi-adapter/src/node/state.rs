@@ -12,7 +12,8 @@ use crate::provider::{Sessions, Spawner, TurnLog};
 
 static CLIENT: Mutex<Option<Client>> = Mutex::new(None);
 static SESSIONS: OnceLock<Sessions> = OnceLock::new();
-static SNAPSHOT: Mutex<Option<Value>> = Mutex::new(None);
+/// The latest snapshot, and how often a different one replaced it (see [`catalog_generation`]).
+static SNAPSHOT: Mutex<(u64, Option<Value>)> = Mutex::new((0, None));
 static TURN_LOG: OnceLock<TurnLog> = OnceLock::new();
 
 /// The process's transport client, made on first use.
@@ -46,7 +47,22 @@ pub(crate) fn spawner() -> Spawner {
 /// Remembers the snapshot pi stored or a refresh produced, for the slugs and agent origin of
 /// later turns.
 pub(crate) fn remember_snapshot(snapshot: Value) {
-    *SNAPSHOT.lock().unwrap_or_else(PoisonError::into_inner) = Some(snapshot);
+    let mut slot = SNAPSHOT.lock().unwrap_or_else(PoisonError::into_inner);
+    if slot.1.as_ref() != Some(&snapshot) {
+        *slot = (slot.0 + 1, Some(snapshot));
+    }
+}
+
+/// Changes whenever a different snapshot is remembered, so a channel built from the catalog
+/// knows when it is out of date.
+pub(crate) fn catalog_generation() -> u64 {
+    SNAPSHOT.lock().unwrap_or_else(PoisonError::into_inner).0
+}
+
+/// The remembered snapshot as JSON text, if there is one.
+pub(crate) fn snapshot_json() -> Option<String> {
+    let slot = SNAPSHOT.lock().unwrap_or_else(PoisonError::into_inner);
+    slot.1.as_ref().map(Value::to_string)
 }
 
 /// The catalog in effect: the remembered snapshot, else the static table.
@@ -54,6 +70,7 @@ pub(crate) fn catalog_store() -> CatalogStore {
     let snapshot = SNAPSHOT
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
+        .1
         .clone();
     CatalogStore::restore_value(snapshot).0
 }

@@ -1,8 +1,11 @@
 //! `streamSimple`: one pi turn on the runtime, events pushed to JS as soon as they exist, in
 //! batches, each carrying a patch of the live message rather than a snapshot.
 
-use std::sync::Arc;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use cursor_proto::ir::ErrorInfo;
 use napi::bindgen_prelude::{Function, spawn};
 use napi_derive::napi;
 
@@ -10,7 +13,8 @@ use super::batch::EventBatch;
 use super::state;
 use super::task::{StreamHandle, catch_panic};
 use crate::provider::{
-    AgentChannel, Channel, ChannelKind, InferenceChannel, Provider, UnavailableChannel, abort_pair,
+    API_ORIGIN_ENV, AgentChannel, Channel, ChannelKind, InferenceChannel, PiEnv, Provider,
+    UnavailableChannel, abort_pair,
 };
 
 /// Answers one pi `streamSimple(model, context, options)` call.
@@ -33,8 +37,12 @@ pub fn stream_simple(
     let (handle, signal) = abort_pair();
     spawn(async move {
         let work = async {
-            let provider = Provider::select(ChannelKind::from_env(), agent, inference)
-                .with_turn_log(state::turn_log());
+            let provider = Provider::select(
+                ChannelKind::from_env(),
+                || channel(ChannelKind::Agent),
+                || channel(ChannelKind::Inference),
+            )
+            .with_turn_log(state::turn_log());
             provider
                 .stream_patched(&model_json, &context_json, &options_json, signal, |event| {
                     batch.send(&event.to_string());
@@ -48,29 +56,87 @@ pub fn stream_simple(
     Ok(StreamHandle::new(handle))
 }
 
-/// The agent channel for this process, or a channel that reports why there is none.
-fn agent() -> Arc<dyn Channel> {
-    let channel = state::client().and_then(|client| {
-        AgentChannel::from_env(
-            client,
-            &state::catalog_store(),
-            state::sessions(),
-            state::spawner(),
-        )
-    });
-    match channel {
-        Ok(channel) => Arc::new(channel),
-        Err(reason) => Arc::new(UnavailableChannel::new(ChannelKind::Agent, reason)),
+/// What a channel is built from: the environment, the catalog snapshot and the working
+/// directory.
+#[derive(Debug, PartialEq)]
+struct ChannelInputs {
+    kind: ChannelKind,
+    env: PiEnv,
+    api_origin: Option<OsString>,
+    catalog: u64,
+    cwd: Option<PathBuf>,
+}
+
+impl ChannelInputs {
+    fn now(kind: ChannelKind) -> Self {
+        Self {
+            kind,
+            env: PiEnv::from_env(),
+            api_origin: std::env::var_os(API_ORIGIN_ENV),
+            catalog: state::catalog_generation(),
+            cwd: std::env::current_dir().ok(),
+        }
     }
 }
 
-/// The inference channel for this process, or a channel that reports why there is none.
-fn inference() -> Arc<dyn Channel> {
-    let channel = state::client().and_then(|client| {
-        InferenceChannel::from_env(client, &state::catalog_store(), state::spawner())
-    });
-    match channel {
-        Ok(channel) => Arc::new(channel),
-        Err(reason) => Arc::new(UnavailableChannel::new(ChannelKind::Inference, reason)),
+/// The channel of `kind` for a turn: the last turn's while its inputs are unchanged, so turns
+/// share one debug writer and one token refresher instead of each building its own.
+fn channel(kind: ChannelKind) -> Arc<dyn Channel> {
+    static LAST: Mutex<Option<(ChannelInputs, Arc<dyn Channel>)>> = Mutex::new(None);
+    let inputs = ChannelInputs::now(kind);
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((built_from, channel)) = last.as_ref()
+        && *built_from == inputs
+    {
+        return Arc::clone(channel);
+    }
+    let built = match kind {
+        ChannelKind::Agent => agent(),
+        ChannelKind::Inference => inference(),
+    };
+    match built {
+        Ok(channel) => {
+            *last = Some((inputs, Arc::clone(&channel)));
+            channel
+        }
+        // Not kept: the next turn tries again.
+        Err(reason) => Arc::new(UnavailableChannel::new(kind, reason)),
+    }
+}
+
+fn agent() -> Result<Arc<dyn Channel>, ErrorInfo> {
+    let channel = AgentChannel::from_env(
+        state::client()?,
+        &state::catalog_store(),
+        state::sessions(),
+        state::spawner(),
+    )?;
+    Ok(Arc::new(channel))
+}
+
+fn inference() -> Result<Arc<dyn Channel>, ErrorInfo> {
+    let channel =
+        InferenceChannel::from_env(state::client()?, &state::catalog_store(), state::spawner())?;
+    Ok(Arc::new(channel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turns_share_the_channel_built_from_the_same_inputs() {
+        let first = channel(ChannelKind::Agent);
+        assert!(
+            format!("{first:?}").starts_with("AgentChannel"),
+            "{first:?}"
+        );
+        assert!(
+            Arc::ptr_eq(&first, &channel(ChannelKind::Agent)),
+            "a second turn built its own channel"
+        );
+        // A new catalog snapshot is a new input: the next turn gets a channel built from it.
+        state::remember_snapshot(serde_json::json!({"changed": true}));
+        assert!(!Arc::ptr_eq(&first, &channel(ChannelKind::Agent)));
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cursor_agent::session::{AgentSession, DebugSink, JsonLinesFile, ModelChoice, TokenSource};
@@ -187,7 +188,8 @@ impl AgentChannel {
     /// default), the current directory as the workspace, resume handles in the profile's
     /// handle directory (`CURSOR_PROVIDER_HANDLE_DIR`, else under `$HOME`), and
     /// `CURSOR_PROVIDER_RESEND_MCP_ON_RESUME`, and debug records with `CURSOR_PROVIDER_DEBUG=1`
-    /// ([`PiEnv::debug_file`]), and the timeouts of `CURSOR_PROVIDER_IDLE_MS` and
+    /// ([`PiEnv::debug_file`]; every channel of the process writes one file through one
+    /// writer), and the timeouts of `CURSOR_PROVIDER_IDLE_MS` and
     /// `CURSOR_PROVIDER_FIRST_TOKEN_MS` ([`PiEnv::timers`]). A 401 is answered by one token
     /// refresh against the API origin ([`api_origin_from_env`]).
     ///
@@ -201,7 +203,17 @@ impl AgentChannel {
         sessions: Sessions,
         spawn: Spawner,
     ) -> Result<Self, ErrorInfo> {
-        let env = PiEnv::from_env();
+        Self::from_pi_env(&PiEnv::from_env(), client, store, sessions, spawn)
+    }
+
+    /// [`from_env`](Self::from_env) with the switches already read into `env`.
+    fn from_pi_env(
+        env: &PiEnv,
+        client: Client,
+        store: &CatalogStore,
+        sessions: Sessions,
+        spawn: Spawner,
+    ) -> Result<Self, ErrorInfo> {
         let timers = env.timers()?;
         let identity = env.identity()?;
         let origin = store
@@ -226,7 +238,7 @@ impl AgentChannel {
         .with_timers(timers)
         .with_identity(identity);
         let channel = match (&env.debug_file, env.debug) {
-            (Some(file), true) => channel.with_debug(Arc::new(JsonLinesFile::new(file))),
+            (Some(file), true) => channel.with_debug(debug_writer(file)),
             _ => channel,
         };
         Ok(match env.profile().handle_dir {
@@ -373,6 +385,19 @@ impl TokenSource for PiTokens {
     }
 }
 
+/// The process's one writer of the debug file at `path`: its lock orders the appends and the
+/// rotation of every turn, whichever channel or session the turn came through.
+fn debug_writer(path: &Path) -> Arc<dyn DebugSink> {
+    static WRITERS: Mutex<Vec<Arc<JsonLinesFile>>> = Mutex::new(Vec::new());
+    let mut writers = lock(&WRITERS);
+    if let Some(writer) = writers.iter().find(|writer| writer.path() == path) {
+        return Arc::clone(writer) as Arc<dyn DebugSink>;
+    }
+    let writer = Arc::new(JsonLinesFile::new(path));
+    writers.push(Arc::clone(&writer));
+    writer
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -390,4 +415,34 @@ fn workspace_uri() -> String {
         }
     }
     uri
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::DEBUG_ENV;
+    use crate::provider::test_env::lookup;
+
+    #[test]
+    fn channels_for_one_debug_file_write_through_one_writer() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let env = PiEnv::from_lookup(lookup(&[("HOME", home), (DEBUG_ENV, "1")]));
+        let spawn: Spawner = Arc::new(|_task| {});
+        let build = || {
+            let store = CatalogStore::restore(None).0;
+            let client = Client::new().unwrap();
+            AgentChannel::from_pi_env(&env, client, &store, Sessions::new(), Arc::clone(&spawn))
+                .unwrap()
+        };
+        let (first, second) = (build(), build());
+        // Two writers would each lock only themselves and rotate the file under the other.
+        assert!(
+            Arc::ptr_eq(
+                first.debug.as_ref().unwrap(),
+                second.debug.as_ref().unwrap()
+            ),
+            "two channels got their own writer of one debug file"
+        );
+    }
 }

@@ -4,14 +4,15 @@ use std::path::Path;
 
 use bytes::Bytes;
 use cursor_auth::{Credentials, HttpClient};
-use cursor_catalog::CatalogStore;
+use cursor_catalog::{CatalogSource, CatalogStore};
 use serde_json::{Value, json};
 
 use crate::compat::TESTED_PI_VERSIONS;
 
+use super::usage::utc_date;
 use super::{
-    ACCESS_TOKEN_ENV, API, CHANNEL_ENV, ChannelKind, HeadlessTokens, PROVIDER_ID,
-    api_origin_from_env,
+    ACCESS_TOKEN_ENV, API, CHANNEL_ENV, ChannelKind, HANDLE_DIR_ENV, HeadlessTokens, PROVIDER_ID,
+    api_origin_from_env, for_pi,
 };
 
 /// What the doctor looks at besides the environment.
@@ -44,35 +45,126 @@ pub struct DoctorInput<'a> {
 }
 
 /// The report, as JSON: `provider`, `channel`, `credentials`, `headless`, `identity`,
-/// `network`, `handle`, `catalog` and `lastTurn` sections.
+/// `network`, `handle`, `catalog` and `lastTurn` sections. Each section but `provider` says
+/// how its check came out: `check` (`ok`, `warn`, `fail` or `skip`), a one-line `summary`
+/// and, when something is wrong, the `nextStep` ([`doctor_text`] shows them).
 ///
 /// Tokens never appear (only whether they exist and when they expire), and the host identity
 /// is shown as the first eight hex digits of its hash.
 pub async fn diagnose<C: HttpClient + ?Sized>(client: &C, input: DoctorInput<'_>) -> Value {
     json!({
-        "provider": {"id": PROVIDER_ID, "api": API, "testedPiVersions": TESTED_PI_VERSIONS},
+        "provider": {
+            "id": PROVIDER_ID,
+            "api": API,
+            "version": env!("CARGO_PKG_VERSION"),
+            "testedPiVersions": TESTED_PI_VERSIONS,
+        },
         "channel": channel_section(),
         "credentials": credentials_section(input.credentials_json, input.headless, input.now_ms),
         "headless": HeadlessTokens::doctor_view(input.headless, input.credentials_json.is_some()),
         "identity": identity_section(),
-        "network": if input.probe_network { network_section(client).await } else { json!({"state": "not probed"}) },
+        "network": if input.probe_network {
+            network_section(client).await
+        } else {
+            verdict(json!({"state": "not probed"}), "skip", "not probed (--offline)".to_owned(), None)
+        },
         "handle": handle_section(input.waiting_runs, input.handle_dir, input.warnings),
         "catalog": catalog_section(input.persisted_catalog, input.now_ms),
-        "lastTurn": match input.last_turn {
-            Some(turn) => json!({
-                "model": turn.model,
-                "servedBy": turn.served_by.as_deref().unwrap_or("not reported by Cursor"),
-                "ended": if turn.ended.is_empty() { "running" } else { turn.ended.as_str() },
-            }),
-            None => json!({"state": "no turn in this process yet"}),
-        },
+        "lastTurn": last_turn_section(input.last_turn),
     })
+}
+
+/// The checks [`doctor_text`] shows, in order: the report's section and the line's name.
+const CHECKS: [(&str, &str); 8] = [
+    ("channel", "channel"),
+    ("credentials", "credentials"),
+    ("headless", "headless"),
+    ("identity", "identity"),
+    ("network", "network"),
+    ("handle", "handles"),
+    ("catalog", "catalog"),
+    ("lastTurn", "last turn"),
+];
+
+/// How a check can come out, best first after `skip`.
+const OUTCOMES: [&str; 4] = ["ok", "warn", "fail", "skip"];
+
+/// A [`diagnose`] report as `/cursor-doctor` shows it, like `/cursor-usage` shows the usage: a
+/// tally line, then one line per check (its outcome, what was found and, when something is
+/// wrong, the next step). Also pi's notification type for the worst outcome: `info`,
+/// `warning` or `error`.
+pub fn doctor_text(report: &Value) -> (String, &'static str) {
+    let mut counts = [0_usize; OUTCOMES.len()];
+    let mut lines = Vec::new();
+    for (key, name) in CHECKS {
+        let section = &report[key];
+        let Some(check) = section["check"].as_str() else {
+            continue;
+        };
+        if let Some(index) = OUTCOMES.iter().position(|outcome| *outcome == check) {
+            counts[index] += 1;
+        }
+        let summary = section["summary"].as_str().unwrap_or_default();
+        let mut line = format!("{check:<4}  {name:<11}  {summary}");
+        if let Some(step) = section["nextStep"].as_str() {
+            line.push_str(&format!(" (next step: {step})"));
+        }
+        lines.push(line);
+    }
+    let tally: Vec<String> = OUTCOMES
+        .iter()
+        .zip(counts)
+        .filter(|(_, count)| *count > 0)
+        .map(|(outcome, count)| format!("{count} {outcome}"))
+        .collect();
+    let version = report["provider"]["version"].as_str().unwrap_or_default();
+    lines.insert(
+        0,
+        format!(
+            "cursor doctor: {} (cursor-pi-adapter {version}; /cursor-doctor json shows the full report)",
+            tally.join(", ")
+        ),
+    );
+    let level = match counts {
+        [_, _, fail, _] if fail > 0 => "error",
+        [_, warn, _, _] if warn > 0 => "warning",
+        _ => "info",
+    };
+    (lines.join("\n"), level)
+}
+
+/// `section` with its outcome ([`diagnose`] says what the fields mean).
+pub(super) fn verdict(
+    mut section: Value,
+    check: &str,
+    summary: String,
+    next_step: Option<String>,
+) -> Value {
+    section["check"] = check.into();
+    section["summary"] = summary.into();
+    if let Some(step) = next_step {
+        section["nextStep"] = step.into();
+    }
+    section
 }
 
 fn channel_section() -> Value {
     match ChannelKind::from_env() {
-        Ok(kind) => json!({"state": "ok", "channel": kind.as_str(), "env": CHANNEL_ENV}),
-        Err(error) => json!({"state": "error", "env": CHANNEL_ENV, "error": error.to_string()}),
+        Ok(kind) => verdict(
+            json!({"state": "ok", "channel": kind.as_str(), "env": CHANNEL_ENV}),
+            "ok",
+            format!("{} ({CHANNEL_ENV})", kind.as_str()),
+            None,
+        ),
+        Err(error) => {
+            let worded = for_pi(&error);
+            verdict(
+                json!({"state": "error", "env": CHANNEL_ENV, "error": error.to_string()}),
+                "fail",
+                worded.message,
+                Some(worded.next_step),
+            )
+        }
     }
 }
 
@@ -81,36 +173,87 @@ fn credentials_section(
     headless: Option<&HeadlessTokens>,
     now_ms: u64,
 ) -> Value {
+    let login = || Some("run /login cursor".to_owned());
     let Some(json) = credentials_json else {
         if headless.is_some() {
-            return json!({"state": "none stored; the headless token is used (see headless)"});
+            return verdict(
+                json!({"state": "none stored; the headless token is used (see headless)"}),
+                "ok",
+                format!("none stored; {ACCESS_TOKEN_ENV} is used (see headless)"),
+                None,
+            );
         }
         let next_step = format!("run /login cursor, or set {ACCESS_TOKEN_ENV} for headless runs");
-        return json!({"state": "missing", "nextStep": next_step});
+        return verdict(
+            json!({"state": "missing"}),
+            "fail",
+            "none stored".to_owned(),
+            Some(next_step),
+        );
     };
-    match Credentials::from_json(json) {
-        Ok(credentials) => json!({
-            "state": if credentials.is_expired(now_ms) { "expired (pi refreshes it on the next request)" } else { "valid" },
-            "expires": credentials.expires,
-            "accessToken": if credentials.access.is_empty() { "missing" } else { "present (redacted)" },
-            "refreshToken": if credentials.refresh.is_empty() { "missing" } else { "present (redacted)" },
-        }),
+    let credentials = match Credentials::from_json(json) {
+        Ok(credentials) => credentials,
         Err(error) => {
-            json!({"state": "unreadable", "error": error.to_string(), "nextStep": "run /login cursor"})
+            return verdict(
+                json!({"state": "unreadable", "error": error.to_string()}),
+                "fail",
+                format!("the stored entry is unreadable: {error}"),
+                login(),
+            );
         }
-    }
+    };
+    let expired = credentials.is_expired(now_ms);
+    let section = json!({
+        "state": if expired { "expired (pi refreshes it on the next request)" } else { "valid" },
+        "expires": credentials.expires,
+        "accessToken": if credentials.access.is_empty() { "missing" } else { "present (redacted)" },
+        "refreshToken": if credentials.refresh.is_empty() { "missing" } else { "present (redacted)" },
+    });
+    let expires = utc_time(credentials.expires);
+    let refreshable = !credentials.refresh.is_empty();
+    let (check, summary, next_step) = match (credentials.access.is_empty(), expired, refreshable) {
+        (true, _, _) => ("fail", "stored without an access token".to_owned(), login()),
+        (false, true, false) => (
+            "fail",
+            format!("stored token expired {expires} and has no refresh token"),
+            login(),
+        ),
+        (false, true, true) => (
+            "ok",
+            format!("stored token expired {expires}; pi refreshes it on the next request"),
+            None,
+        ),
+        (false, false, false) => (
+            "warn",
+            format!("stored, valid until {expires}, but without a refresh token"),
+            Some("run /login cursor before it expires".to_owned()),
+        ),
+        (false, false, true) => ("ok", format!("stored, valid until {expires}"), None),
+    };
+    verdict(section, check, summary, next_step)
 }
 
 fn identity_section() -> Value {
     match cursor_identity::host_identity() {
-        Ok(identity) => json!({
-            "state": "ok",
-            "machineId": abbreviate(&identity.machine_id),
-            "macMachineId": identity.mac_machine_id.as_deref().map(abbreviate),
-        }),
-        Err(error) => {
-            json!({"state": "error", "error": error.to_string(), "nextStep": cursor_proto::ir::Classify::next_step(&error).to_string()})
+        Ok(identity) => {
+            let machine_id = abbreviate(&identity.machine_id);
+            verdict(
+                json!({
+                    "state": "ok",
+                    "machineId": machine_id,
+                    "macMachineId": identity.mac_machine_id.as_deref().map(abbreviate),
+                }),
+                "ok",
+                format!("machine id {machine_id}"),
+                None,
+            )
         }
+        Err(error) => verdict(
+            json!({"state": "error", "error": error.to_string()}),
+            "fail",
+            error.to_string(),
+            Some(cursor_proto::ir::Classify::next_step(&error).to_string()),
+        ),
     }
 }
 
@@ -118,22 +261,49 @@ fn identity_section() -> Value {
 async fn network_section<C: HttpClient + ?Sized>(client: &C) -> Value {
     let origin = match api_origin_from_env() {
         Ok(origin) => origin.to_string(),
-        Err(info) => return json!({"state": "misconfigured", "error": info.to_string()}),
+        Err(info) => {
+            let worded = for_pi(&info);
+            return verdict(
+                json!({"state": "misconfigured", "error": info.to_string()}),
+                "fail",
+                worded.message,
+                Some(worded.next_step),
+            );
+        }
     };
     let request = http::Request::get(format!("{origin}/"))
         .body(Bytes::new())
         .map_err(|error| error.to_string());
     let request = match request {
         Ok(request) => request,
-        Err(error) => return json!({"state": "error", "origin": origin, "error": error}),
+        Err(error) => {
+            let summary = format!("no request to {origin} could be made: {error}");
+            return verdict(
+                json!({"state": "error", "origin": origin, "error": error}),
+                "fail",
+                summary,
+                None,
+            );
+        }
     };
     match client.send(request).await {
         Ok(response) => {
-            json!({"state": "reachable", "origin": origin, "status": response.status().as_u16()})
+            let status = response.status().as_u16();
+            verdict(
+                json!({"state": "reachable", "origin": origin, "status": status}),
+                "ok",
+                format!("{origin} answers (HTTP {status})"),
+                None,
+            )
         }
-        Err(error) => json!({
-            "state": "unreachable", "origin": origin, "kind": error.kind().as_str(), "error": error.message(),
-        }),
+        Err(error) => verdict(
+            json!({
+                "state": "unreachable", "origin": origin, "kind": error.kind().as_str(), "error": error.message(),
+            }),
+            "fail",
+            format!("{origin} unreachable ({} error: {})", error.kind(), error.message()),
+            Some("check the network connection and any proxy; /cursor-doctor --offline skips this check".to_owned()),
+        ),
     }
 }
 
@@ -143,13 +313,26 @@ fn handle_section(
     warnings: &[cursor_proto::ir::Warning],
 ) -> Value {
     let warnings: Vec<&str> = warnings.iter().map(|w| w.message.as_str()).collect();
+    // The latest warning is what went wrong; the JSON keeps the others.
+    let latest = warnings
+        .last()
+        .map(|warning| format!("; latest of {} warnings: {warning}", warnings.len()))
+        .unwrap_or_default();
+    let outcome = if warnings.is_empty() { "ok" } else { "warn" };
     let Some(dir) = dir else {
-        return json!({
-            "waitingRuns": waiting_runs,
-            "warnings": warnings,
-            "store": null,
-            "detail": "no handle directory (set CURSOR_PROVIDER_HANDLE_DIR or HOME): every new process rebuilds the remote conversation from the transcript",
-        });
+        return verdict(
+            json!({
+                "waitingRuns": waiting_runs,
+                "warnings": warnings,
+                "store": null,
+                "detail": "no handle directory (set CURSOR_PROVIDER_HANDLE_DIR or HOME): every new process rebuilds the remote conversation from the transcript",
+            }),
+            "warn",
+            format!(
+                "no handle directory: every new pi process sends the whole transcript again{latest}"
+            ),
+            Some(format!("set {HANDLE_DIR_ENV} or HOME")),
+        );
     };
     // Handles are named by pi session id; only their number is shown.
     let stored = std::fs::read_dir(dir).map(|entries| {
@@ -158,24 +341,122 @@ fn handle_section(
             .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "json"))
             .count()
     });
-    json!({
-        "waitingRuns": waiting_runs,
-        "warnings": warnings,
-        "store": dir.display().to_string(),
-        "storedHandles": stored.unwrap_or(0),
-    })
+    let stored = stored.unwrap_or(0);
+    let summary = format!(
+        "{stored} stored in {}; Runs waiting for tool results: {waiting_runs}{latest}",
+        dir.display()
+    );
+    verdict(
+        json!({
+            "waitingRuns": waiting_runs,
+            "warnings": warnings,
+            "store": dir.display().to_string(),
+            "storedHandles": stored,
+        }),
+        outcome,
+        summary,
+        None,
+    )
 }
 
 fn catalog_section(persisted: Option<&str>, now_ms: u64) -> Value {
     let (store, warnings) = CatalogStore::restore(persisted);
-    json!({
-        "source": store.source().as_str(),
-        "models": store.catalog().rows.len(),
-        "defaultModel": store.catalog().default_model,
-        "fetchedAtMs": store.snapshot().fetched_at_ms,
-        "fresh": store.is_fresh(now_ms),
-        "warnings": warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
-    })
+    let warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    let models = store.catalog().rows.len();
+    let fetched = store.snapshot().fetched_at_ms;
+    let online = "let pi run online once (without --offline): it refreshes the list";
+    let (check, summary, next_step) = if let Some(warning) = warnings.first() {
+        ("warn", format!("{models} models; {warning}"), Some(online))
+    } else if store.source() == CatalogSource::Static {
+        (
+            "ok",
+            format!(
+                "{models} models from the built-in table; pi fetches Cursor's list when it runs online"
+            ),
+            None,
+        )
+    } else if store.is_fresh(now_ms) {
+        (
+            "ok",
+            format!("{models} models from Cursor, fetched {}", utc_time(fetched)),
+            None,
+        )
+    } else {
+        (
+            "warn",
+            format!(
+                "{models} models from Cursor, fetched {}: out of date",
+                utc_time(fetched)
+            ),
+            Some(online),
+        )
+    };
+    verdict(
+        json!({
+            "source": store.source().as_str(),
+            "models": models,
+            "defaultModel": store.catalog().default_model,
+            "fetchedAtMs": fetched,
+            "fresh": store.is_fresh(now_ms),
+            "warnings": warnings,
+        }),
+        check,
+        summary,
+        next_step.map(str::to_owned),
+    )
+}
+
+fn last_turn_section(turn: Option<&super::LastTurn>) -> Value {
+    let Some(turn) = turn else {
+        return verdict(
+            json!({"state": "no turn in this process yet"}),
+            "skip",
+            "no turn in this process yet".to_owned(),
+            None,
+        );
+    };
+    let served_by = turn
+        .served_by
+        .as_deref()
+        .unwrap_or("not reported by Cursor");
+    let ended = if turn.ended.is_empty() {
+        "running"
+    } else {
+        turn.ended.as_str()
+    };
+    let summary = match &turn.served_by {
+        Some(served) => format!("{}, served by {served}, ended: {ended}", turn.model),
+        None => format!(
+            "{}, ended: {ended} (Cursor did not name the model that served it)",
+            turn.model
+        ),
+    };
+    let (check, next_step) = if ended.starts_with("error") {
+        (
+            "warn",
+            Some("the turn's error message in the transcript says what to do".to_owned()),
+        )
+    } else {
+        ("ok", None)
+    };
+    verdict(
+        json!({"model": turn.model, "servedBy": served_by, "ended": ended}),
+        check,
+        summary,
+        next_step,
+    )
+}
+
+/// `YYYY-MM-DD HH:MM UTC` of Unix milliseconds.
+fn utc_time(ms: u64) -> String {
+    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+    let minutes = ms.div_euclid(60_000);
+    format!(
+        "{} {:02}:{:02} UTC",
+        utc_date(ms),
+        minutes.div_euclid(60).rem_euclid(24),
+        minutes.rem_euclid(60)
+    )
 }
 
 fn abbreviate(hash: &str) -> String {
@@ -275,6 +556,128 @@ mod tests {
                 .contains("headless"),
             "{text}"
         );
+    }
+
+    /// The line of `check` in `text`, which must have exactly one.
+    fn line<'a>(text: &'a str, check: &str) -> &'a str {
+        let lines: Vec<&str> = text.lines().filter(|l| l[6..].starts_with(check)).collect();
+        assert_eq!(lines.len(), 1, "{check} in:\n{text}");
+        lines[0]
+    }
+
+    #[tokio::test]
+    async fn the_readable_report_is_one_line_per_check_with_what_to_do() {
+        let stored = r#"{"type":"oauth","access":"secret-access","refresh":"","expires":5000}"#;
+        let input = DoctorInput {
+            credentials_json: Some(stored),
+            now_ms: 10_000,
+            probe_network: true,
+            ..DoctorInput::default()
+        };
+        let report = diagnose(&Offline, input).await;
+        let (text, level) = doctor_text(&report);
+        assert!(!text.contains("secret-access"), "{text}");
+        assert_eq!(level, "error", "{text}");
+        let first = text.lines().next().unwrap();
+        assert!(first.starts_with("cursor doctor: "), "{text}");
+        assert!(
+            first.contains("1 warn") && first.contains("2 fail"),
+            "{text}"
+        );
+        assert!(first.contains("/cursor-doctor json"), "{text}");
+        assert_eq!(
+            line(&text, "credentials"),
+            "fail  credentials  stored token expired 1970-01-01 00:00 UTC and has no refresh token \
+             (next step: run /login cursor)"
+        );
+        assert!(
+            line(&text, "network").starts_with("fail  network      ")
+                && line(&text, "network").contains("unreachable (network error: connect refused)")
+                && line(&text, "network").ends_with("/cursor-doctor --offline skips this check)"),
+            "{text}"
+        );
+        assert!(
+            line(&text, "handles").starts_with("warn  handles      no handle directory")
+                && line(&text, "handles")
+                    .ends_with("(next step: set CURSOR_PROVIDER_HANDLE_DIR or HOME)"),
+            "{text}"
+        );
+        assert_eq!(
+            line(&text, "catalog"),
+            "ok    catalog      11 models from the built-in table; pi fetches Cursor's list when it runs online"
+                .replace("11", &report["catalog"]["models"].to_string())
+        );
+        assert_eq!(
+            line(&text, "last turn"),
+            "skip  last turn    no turn in this process yet"
+        );
+        // The headless line shows only when a headless token is set.
+        assert!(!text.contains("headless"), "{text}");
+        // Every check line is one the JSON also carries.
+        let checks = report
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|s| s.get("check").is_some());
+        assert_eq!(checks.count() + 1, text.lines().count(), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_healthy_report_is_info_and_names_what_was_found() {
+        let stored = r#"{"type":"oauth","access":"secret-access","refresh":"secret-refresh","expires":4102444800000}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let turn = super::super::LastTurn {
+            model: "composer-2.5".to_owned(),
+            served_by: Some("Composer 2.5".to_owned()),
+            ended: "stop".to_owned(),
+        };
+        let input = DoctorInput {
+            credentials_json: Some(stored),
+            now_ms: 10_000,
+            handle_dir: Some(dir.path()),
+            waiting_runs: 1,
+            last_turn: Some(&turn),
+            ..DoctorInput::default()
+        };
+        let report = diagnose(&Offline, input).await;
+        let (text, _) = doctor_text(&report);
+        assert!(!text.contains("secret-"), "{text}");
+        assert_eq!(
+            line(&text, "credentials"),
+            "ok    credentials  stored, valid until 2100-01-01 00:00 UTC"
+        );
+        assert_eq!(
+            line(&text, "network"),
+            "skip  network      not probed (--offline)"
+        );
+        assert_eq!(
+            line(&text, "handles"),
+            format!(
+                "ok    handles      0 stored in {}; Runs waiting for tool results: 1",
+                dir.path().display()
+            )
+        );
+        assert_eq!(
+            line(&text, "last turn"),
+            "ok    last turn    composer-2.5, served by Composer 2.5, ended: stop"
+        );
+        assert_eq!(report["credentials"]["check"], "ok");
+    }
+
+    #[test]
+    fn a_last_turn_that_failed_is_a_warning_and_an_unnamed_server_is_said_so() {
+        let turn = super::super::LastTurn {
+            model: "composer-2.5".to_owned(),
+            served_by: None,
+            ended: "error: network".to_owned(),
+        };
+        let section = last_turn_section(Some(&turn));
+        assert_eq!(section["check"], "warn", "{section}");
+        assert_eq!(
+            section["summary"],
+            "composer-2.5, ended: error: network (Cursor did not name the model that served it)"
+        );
+        assert_eq!(section["servedBy"], "not reported by Cursor");
     }
 
     #[tokio::test]

@@ -11,6 +11,8 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
+use super::doctor::verdict;
+
 /// The environment variable holding a Cursor access token for headless runs.
 pub const ACCESS_TOKEN_ENV: &str = "CURSOR_ACCESS_TOKEN";
 
@@ -57,12 +59,14 @@ impl HeadlessTokens {
     }
 
     /// The `/cursor-doctor` view: which variables are set, never their values. `shadowed` says
-    /// that a stored `/login cursor` credential exists, which pi uses instead.
+    /// that a stored `/login cursor` credential exists, which pi uses instead. Set, it carries
+    /// the doctor's `check`, `summary` and `nextStep`; unset, it has no line of its own (the
+    /// credentials line covers it).
     pub fn doctor_view(headless: Option<&Self>, shadowed: bool) -> Value {
         let Some(tokens) = headless else {
             return json!({"state": "unset", "env": [ACCESS_TOKEN_ENV, REFRESH_TOKEN_ENV]});
         };
-        json!({
+        let view = json!({
             "state": if shadowed { "set, unused: the stored /login cursor credential wins" } else { "in use" },
             "accessToken": format!("{ACCESS_TOKEN_ENV} present (redacted)"),
             "refreshToken": if tokens.refresh.is_some() {
@@ -70,7 +74,33 @@ impl HeadlessTokens {
             } else {
                 format!("{REFRESH_TOKEN_ENV} unset: a 401 ends the turn without a refresh")
             },
-        })
+        });
+        let (check, summary, next_step) = if shadowed {
+            (
+                "warn",
+                format!(
+                    "{ACCESS_TOKEN_ENV} is set but unused: the stored /login cursor credential wins"
+                ),
+                Some(format!(
+                    "unset {ACCESS_TOKEN_ENV}, or remove the stored credential with /logout"
+                )),
+            )
+        } else if tokens.refresh.is_some() {
+            (
+                "ok",
+                format!("{ACCESS_TOKEN_ENV} and {REFRESH_TOKEN_ENV} in use"),
+                None,
+            )
+        } else {
+            (
+                "warn",
+                format!(
+                    "{ACCESS_TOKEN_ENV} in use without {REFRESH_TOKEN_ENV}: a 401 ends the turn"
+                ),
+                Some(format!("set {REFRESH_TOKEN_ENV} too")),
+            )
+        };
+        verdict(view, check, summary, next_step)
     }
 }
 

@@ -95,7 +95,7 @@ pub use auth::{CursorOAuth, api_key};
 pub use backend::Channel;
 pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
 pub use channel::{CHANNEL_ENV, ChannelKind};
-pub use doctor::{DoctorInput, diagnose};
+pub use doctor::{DoctorInput, diagnose, doctor_text};
 pub use error_text::{PiError, for_pi, is_transient, pi_next_step, pi_would_retry};
 pub use headless::{ACCESS_TOKEN_ENV, HeadlessTokens, REFRESH_TOKEN_ENV};
 pub use inference::InferenceChannel;

@@ -110,7 +110,7 @@ fn dollars(cents: i64) -> String {
 }
 
 /// `YYYY-MM-DD` of Unix milliseconds (days to civil date, proleptic Gregorian).
-fn utc_date(ms: i64) -> String {
+pub(super) fn utc_date(ms: i64) -> String {
     let days = ms.div_euclid(86_400_000);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

@@ -155,17 +155,23 @@ test("getApiKey returns the access token and throws the auth error for a bad ent
   assert.throws(() => native.getApiKey('{"type":"api_key"}'), /auth error: .*next step: run \/login cursor/);
 });
 
-test("doctor reports every section offline and never shows a token", async () => {
+test("doctor reports every section offline, as JSON and as one line per check, never showing a token", async () => {
   const result = await new Promise((resolve) =>
     native.doctor(JSON.stringify(stored), undefined, false, (json) => resolve(JSON.parse(json))),
   );
-  const report = result.ok;
+  const { report, text, level } = result.ok;
   assert.equal(report.provider.id, "cursor");
   assert.equal(report.credentials.state, "valid");
   assert.equal(report.network.state, "not probed");
   assert.equal(report.catalog.source, "static");
-  const text = JSON.stringify(result);
-  assert.ok(!text.includes("access-1") && !text.includes("refresh-1"), text);
+  const [tally, ...lines] = text.split("\n");
+  assert.match(tally, /^cursor doctor: \d+ ok.*\/cursor-doctor json/);
+  assert.ok(lines.every((line) => /^(ok|warn|fail|skip) +\S/.test(line)), text);
+  assert.match(text, /^ok +credentials +stored, valid until 2100-01-01/m);
+  assert.match(text, /^skip +network +not probed/m);
+  assert.ok(["info", "warning", "error"].includes(level), level);
+  const all = JSON.stringify(result);
+  assert.ok(!all.includes("access-1") && !all.includes("refresh-1"), all);
 });
 
 test("an API origin override off the allowlist refuses the token refresh instead of using api2", async () => {

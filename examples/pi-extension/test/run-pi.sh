@@ -31,7 +31,8 @@
 #     its one replay);
 #   - `-p ping` with CURSOR_PROVIDER_CHANNEL=inference and the API origin on the replica's
 #     RunInference listener prints `pong`, and the agent replica saw no Run (no fallback);
-#   - `-p /cursor-doctor --offline` prints the report without the seeded tokens;
+#   - `-p /cursor-doctor --offline` prints one line per check (the stored credential is ok) and
+#     `-p "/cursor-doctor json --offline"` the JSON report, neither with the seeded tokens;
 #   - `-p /cursor-usage` prints the replica account's plan and usage, and a classified network
 #     error when the API origin refuses connections;
 #   - headless: with no auth.json, CURSOR_ACCESS_TOKEN/CURSOR_REFRESH_TOKEN list the models,
@@ -145,8 +146,9 @@ runs_logged() {
   wc -l <"$1" | tr -d ' '
 }
 
-begin "addon tests (node --test test/addon.test.mjs)"
-HOME="$work/home" node --test "$here/test/addon.test.mjs" >"$work/addon.log" 2>&1 || problem "$(cat "$work/addon.log")"
+begin "addon and index.mjs tests (node --test test/addon.test.mjs test/index.test.mjs)"
+HOME="$work/home" node --test "$here/test/addon.test.mjs" "$here/test/index.test.mjs" >"$work/addon.log" 2>&1 ||
+  problem "$(cat "$work/addon.log")"
 end
 
 begin "index.mjs imports no child_process (the provider never spawns)"
@@ -294,12 +296,18 @@ for version in 0.99.1 1.0.3 1.6.0; do
   [ "$(runs_logged "$work/runs.jsonl")" -eq "$before" ] || problem "the agent replica saw a Run"
   end
 
-  begin "$version /cursor-doctor"
+  begin "$version /cursor-doctor: one line per check, the JSON on request"
   out=$(pi "$entry" -e "$ext" --model "$model" -p "/cursor-doctor --offline" 2>&1) || problem "exited $?"
   case "$out" in
     *seeded-access* | *seeded-refresh*) problem "printed a token" ;;
-    *'"accessToken": "present (redacted)"'*) ;;
+    "cursor doctor: "*"ok    credentials  stored, valid until 2100-01-01"*"skip  network      not probed"*) ;;
     *) problem "printed: $out" ;;
+  esac
+  out=$(pi "$entry" -e "$ext" --model "$model" -p "/cursor-doctor json --offline" 2>&1) || problem "json exited $?"
+  case "$out" in
+    *seeded-access* | *seeded-refresh*) problem "json printed a token" ;;
+    *'"accessToken": "present (redacted)"'*) ;;
+    *) problem "json printed: $out" ;;
   esac
   end
 
@@ -326,7 +334,7 @@ for version in 0.99.1 1.0.3 1.6.0; do
   out=$(pi_headless "$entry" -e "$ext" --model "$model" -p "/cursor-doctor --offline" 2>&1) || problem "doctor exited $?"
   case "$out" in
     *env-access-token* | *env-refresh-token*) problem "the doctor printed a token" ;;
-    *'"state": "in use"'*) ;;
+    *"ok    headless     CURSOR_ACCESS_TOKEN and CURSOR_REFRESH_TOKEN in use"*) ;;
     *) problem "the doctor printed: $out" ;;
   esac
   # The refresh on a 401 uses CURSOR_REFRESH_TOKEN: the replica's token endpoint refuses it.

@@ -5,9 +5,10 @@
 #     answers the poll "not yet" a few times, then pi reports the login and auth.json holds the
 #     replica's tokens; `/model` selects cursor/composer-2.5 and a prompt `ping` is answered
 #     `pong`;
-#   doctor and model: with a stored credential, `/cursor-doctor --offline` shows the report
-#     with the tokens redacted, and `/model` lists the cursor models and selects one, which the
-#     footer then names; `/cursor-usage` shows the replica account's plan.
+#   doctor and model: with a stored credential, `/cursor-doctor --offline` shows one line per
+#     check and `/cursor-doctor json --offline` the JSON report, neither with the tokens;
+#     `/model` lists the cursor models and selects one, which the footer then names;
+#     `/cursor-usage` shows the replica account's plan.
 # Every screen seen is kept; on a failure the last one is printed as text. Needs tmux.
 # CURSOR_PI_SKIP_BUILD=1 uses the addon in native/ and the replica already built. The last
 # line is `N passed, M failed`.
@@ -129,7 +130,13 @@ for version in ${TUI_PI_VERSIONS:-1.6.0}; do
   tmux -L "$socket" send-keys -t pi Enter
   sleep 0.5
   tmux -L "$socket" send-keys -t pi Enter
-  wait_for '"accessToken": "present (redacted)"' 15 || problem "/cursor-doctor showed no redacted report"
+  wait_for "ok    credentials  stored, valid until 2100-01-01" 15 || problem "/cursor-doctor showed no credentials line"
+  case "$(screen)" in
+    *'"accessToken"'*) problem "/cursor-doctor showed JSON unasked" ;;
+  esac
+  # The JSON is taller than the window: its last section is what stays on screen.
+  type_line "/cursor-doctor json --offline"
+  wait_for '"lastTurn": {' 15 || problem "/cursor-doctor json showed no JSON report"
   case "$(screen)" in
     *tui-secret-*) problem "the doctor showed a token" ;;
   esac
