@@ -62,6 +62,7 @@ mod tokens;
 mod turn;
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cursor_proto::ir::Conversation;
@@ -141,6 +142,11 @@ struct Inner {
     tokens: Mutex<Arc<dyn TokenSource>>,
     /// The Run the last leg left waiting for tool results.
     parked: Mutex<Option<Parked>>,
+    /// True while the configuration warnings (no session id, no workspace) are still owed
+    /// to the first turn.
+    config_warnings_owed: AtomicBool,
+    /// Turn streams alive now (a second one is a concurrent turn).
+    active_turns: AtomicUsize,
 }
 
 impl fmt::Debug for AgentSession {
@@ -180,6 +186,19 @@ impl AgentSession {
     /// The stream yields the driver's [`AgentEvent`](crate::AgentEvent)s (text, thinking, tool
     /// calls, usage, exec audit records, warnings) and ends after the leg's one `Done`, `Error`
     /// or `Aborted`. Dropping it cancels the Run.
+    ///
+    /// Turns of one session follow each other: a session is one conversation. A turn started
+    /// while another still streams gets a [`WarningCode::ConcurrentTurn`] warning, and a
+    /// transcript whose trailing tool results do not answer the waiting Run's calls cancels
+    /// that Run with a [`WarningCode::ToolResultsMismatch`] warning. The first turn also warns
+    /// about a session that cannot resume ([`WarningCode::NoResume`]: handles without a
+    /// [`session_id`](SessionBuilder::session_id)) or has no workspace
+    /// ([`WarningCode::NoWorkspace`]).
+    ///
+    /// [`WarningCode::ConcurrentTurn`]: cursor_proto::ir::WarningCode::ConcurrentTurn
+    /// [`WarningCode::ToolResultsMismatch`]: cursor_proto::ir::WarningCode::ToolResultsMismatch
+    /// [`WarningCode::NoResume`]: cursor_proto::ir::WarningCode::NoResume
+    /// [`WarningCode::NoWorkspace`]: cursor_proto::ir::WarningCode::NoWorkspace
     pub fn turn(&self, conversation: &Conversation, model: &ModelChoice) -> TurnEvents {
         turn::open(&self.inner, conversation, model)
     }
@@ -313,7 +332,9 @@ impl SessionBuilder {
                 .clone()
                 .map(|dir| Arc::new(HandleStore::new(dir)) as Arc<dyn HandleRepository>)
         });
-        let workspace_uris = if self.workspace_uris.is_empty() {
+        let no_workspace = self.workspace_uris.is_empty();
+        let no_resume = handles.is_some() && self.session_id.is_none();
+        let workspace_uris = if no_workspace {
             vec!["file:///".to_owned()]
         } else {
             self.workspace_uris
@@ -334,6 +355,8 @@ impl SessionBuilder {
                 debug: self.debug,
                 tokens: Mutex::new(self.tokens),
                 parked: Mutex::new(None),
+                config_warnings_owed: AtomicBool::new(no_workspace || no_resume),
+                active_turns: AtomicUsize::new(0),
             }),
         }
     }

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use cursor_proto::ir::{
@@ -97,6 +98,13 @@ struct State {
     counts: LegCounts,
 }
 
+impl Drop for State {
+    fn drop(&mut self) {
+        // The turn's stream ended or was dropped.
+        self.shared.active_turns.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// A leg's events by kind and its start, for the debug record (never their content).
 #[derive(Default)]
 struct LegCounts {
@@ -112,6 +120,35 @@ pub(super) fn open(
     conversation: &Conversation,
     model: &ModelChoice,
 ) -> TurnEvents {
+    let mut queue = VecDeque::new();
+    let mut warn = |code, message: String, next_step: Option<NextStep>| {
+        queue.push_back(AgentEvent::Ir(Event::Warning(Warning::new(
+            code, message, next_step,
+        ))));
+    };
+    if shared.config_warnings_owed.swap(false, Ordering::AcqRel) {
+        if shared.handles.is_some() && shared.session_id.is_none() {
+            warn(
+                WarningCode::NoResume,
+                "handles are configured but the session has no session_id: no handle is loaded or stored, so every new process rebuilds the conversation".into(),
+                Some(NextStep::fix_config("give the session builder a session_id")),
+            );
+        }
+        if shared.workspace_uris == ["file:///"] {
+            warn(
+                WarningCode::NoWorkspace,
+                "the session has no workspace root: Cursor is told the workspace is file:/// and native paths resolve against /".into(),
+                Some(NextStep::fix_config("give the session builder a workspace_uri")),
+            );
+        }
+    }
+    if shared.active_turns.load(Ordering::Acquire) > 0 {
+        warn(
+            WarningCode::ConcurrentTurn,
+            "another turn of this session is still streaming: both Runs now work on one conversation and may resume or cancel each other's state".into(),
+            Some(NextStep::host_bug("read a turn to its end before starting the next")),
+        );
+    }
     let parked = lock(&shared.parked).take();
     let (ctx, step) = match (parked, trailing_results(&conversation.messages)) {
         (Some(mut parked), Some(results)) if answers(&parked.live.pending, &results) => {
@@ -119,19 +156,34 @@ pub(super) fn open(
             parked.live.pending.clear();
             (parked.ctx, Step::Submit(parked.live, results))
         }
-        (parked, _) => {
+        (parked, trailing) => {
             // A new user turn (or a transcript the host edited): a waiting Run is obsolete.
             if let Some(parked) = parked {
+                if let Some(results) = trailing {
+                    let got: Vec<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
+                    warn(
+                        WarningCode::ToolResultsMismatch,
+                        format!(
+                            "the transcript ends with results for [{}] but the waiting Run issued [{}]: that Run was cancelled and this turn opens a new one",
+                            got.join(", "),
+                            parked.live.pending.join(", ")
+                        ),
+                        Some(NextStep::host_bug(
+                            "end the transcript with one result for each tool call of the last leg",
+                        )),
+                    );
+                }
                 parked.cancel();
             }
             (Ctx::new(conversation.clone(), model.clone()), Step::Start)
         }
     };
+    shared.active_turns.fetch_add(1, Ordering::AcqRel);
     let state = State {
         shared: Arc::clone(shared),
         ctx,
         step,
-        queue: VecDeque::new(),
+        queue,
         counts: LegCounts {
             started: Some(std::time::Instant::now()),
             ..LegCounts::default()

@@ -87,6 +87,17 @@ pub enum WarningCode {
     HandleSetAside,
     /// A stale resume handle could not be removed: it will be found stale again.
     HandleNotRemoved,
+    /// Handles are configured but the session has no id to store them under: it never
+    /// resumes.
+    NoResume,
+    /// The session has no workspace root: Cursor is told the workspace is `file:///`.
+    NoWorkspace,
+    /// The transcript's trailing tool results do not answer the calls the waiting Run issued:
+    /// that Run was cancelled and this turn opened a new one.
+    ToolResultsMismatch,
+    /// Another turn of this session was still streaming: the two Runs now race for one
+    /// conversation (a session is one conversation; turns should follow each other).
+    ConcurrentTurn,
 }
 
 /// Why a turn ended normally.
