@@ -36,7 +36,6 @@ use cursor_agent::ir::{
 use cursor_agent::session::{AgentSession, Client, ModelChoice, Origin, StaticToken};
 use cursor_agent::{AgentEvent, HostProfile};
 use cursor_catalog::CatalogStore;
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -252,7 +252,7 @@ impl Default for HostProfile {
     }
 }
 
-/// Deadlines and intervals of a Run (PROTOCOL-AGENT §1, §8; NOTES §5).
+/// Deadlines and intervals of a Run (PROTOCOL-AGENT §1, §8; PROTOCOL-AGENT §11.5).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timers {

@@ -5,10 +5,18 @@
 //!
 //! [`AgentRun`] holds everything one Run stream needs: the run request (root prompt blobs, MCP
 //! catalog, current user turn), the KV blob store Cursor reads the prompt from, the exec policy
-//! that answers every native tool request with a refusal and a redirect to a host tool, the MCP
+//! that answers every native tool request by translating it into a call of the host's own tool,
+//! refusing it with a redirect to one, or throwing it (never by running anything), the MCP
 //! bridge that lifts `mcp_args` into host tool calls, and the timers (heartbeat, first-frame and
 //! idle watchdogs, tool-call debounce). It owns no socket, no runtime and no clock: bytes and
 //! time come in through `handle_*`, frames and events go out through `poll_*`.
+//!
+//! ## A host in a few lines
+//!
+//! With the `driver` feature (default), [`prelude`] has everything a host needs besides a tokio
+//! runtime: [`session::AgentSession`] plans, streams, resumes and keeps tool rounds on one
+//! stream. `examples/tiny_host.rs` is a complete host in under 60 lines, with a tool round and
+//! a resume across processes. The rest of this page is the sans-IO core underneath.
 //!
 //! ## The drain contract
 //!
@@ -142,9 +150,22 @@ pub mod session;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
+/// What [`AgentRun::handle_response_head`] and [`AgentRun::handle_server_data`] take, so the
+/// sans-IO path needs only this crate.
+pub use bytes::Bytes;
+/// The agent protocol's wire messages (re-exported from cursor-proto), for hosts that drive
+/// [`AgentRun`] themselves.
+pub use cursor_proto::agent::v1 as wire;
 /// The host-neutral conversation model (re-exported from cursor-proto), so a host needs only
 /// this crate.
 pub use cursor_proto::ir;
+pub use cursor_transport::envelope::Compression;
+/// JSON values, for tool schemas and arguments ([`ir::Tool::new`]).
+pub use serde_json::{self, Value, json};
+
+#[cfg(feature = "driver")]
+#[cfg_attr(docsrs, doc(cfg(feature = "driver")))]
+pub mod prelude;
 
 pub use blobs::{BlobId, BlobStore};
 pub use config::{

@@ -17,7 +17,6 @@ use cursor_proto::ir::{
     ToolResult, WarningCode,
 };
 use cursor_transport::Client;
-use futures::StreamExt as _;
 use serde_json::json;
 
 const SESSION: &str = "session-1";

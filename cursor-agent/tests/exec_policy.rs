@@ -1,5 +1,5 @@
 //! T-AGENT: every exec arm of the generated schema has a row, and each row answers with the
-//! exact frames PROTOCOL-AGENT §5 (plus NOTES §1 for arms 27–51) prescribes.
+//! exact frames PROTOCOL-AGENT §5 (plus PROTOCOL-AGENT §11.1 for arms 27–51) prescribes.
 
 mod common;
 
@@ -448,7 +448,7 @@ fn redirects_embed_the_original_command_or_path() {
     );
 }
 
-/// NOTES §1: the older spec table numbers 32–36 differently from the extracted schema. One
+/// PROTOCOL-AGENT §11.1: the older spec table numbers 32–36 differently from the extracted schema. One
 /// fixture per disputed number, so a live capture can settle it: today 32–35 are unknown arms
 /// (thrown) and 36 is `mcp_state_exec_args`, answered with the host's MCP state
 /// (field-reports §1), never the spec's plan-mode ack.

@@ -17,7 +17,6 @@ use cursor_proto::ir::{
 };
 use cursor_transport::Client;
 use cursor_transport::headers::DEFAULT_CLI_VERSION;
-use futures::StreamExt as _;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);

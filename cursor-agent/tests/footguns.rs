@@ -8,9 +8,7 @@ use std::time::Duration;
 use cursor_agent::session::{AgentSession, ModelChoice, SessionBuilder, StaticToken};
 use cursor_agent::testing::{Replica, ReplicaServer};
 use cursor_agent::{AgentEvent, HandleStore, HostProfile};
-use cursor_proto::ir::{
-    Conversation, Event, Message, StopReason, Tool, ToolResult, WarningCode,
-};
+use cursor_proto::ir::{Conversation, Event, Message, StopReason, Tool, ToolResult, WarningCode};
 use cursor_transport::Client;
 use futures::StreamExt as _;
 use serde_json::json;
@@ -82,9 +80,8 @@ async fn handles_without_a_session_id_and_no_workspace_are_warned_about_once() {
 async fn trailing_results_that_do_not_answer_the_waiting_run_are_warned_about() {
     let replica = Replica::start().await.unwrap();
     let session = builder(&replica).workspace_uri("file:///work").build();
-    let mut conversation = Conversation::new("").with_message(Message::user_text(
-        r#"tool: bash {"command":"echo hi"}"#,
-    ));
+    let mut conversation = Conversation::new("")
+        .with_message(Message::user_text(r#"tool: bash {"command":"echo hi"}"#));
     conversation.tools = vec![Tool::new(
         "bash",
         "Run a shell command",
@@ -120,10 +117,19 @@ async fn a_turn_started_while_another_streams_is_warned_about() {
     let model = ModelChoice::new("composer-2.5");
     let mut first = session.turn(&ping(), &model);
     // The first turn is under way (its first event is in hand) when the second starts.
-    assert!(tokio::time::timeout(WAIT, first.next()).await.unwrap().is_some());
+    assert!(
+        tokio::time::timeout(WAIT, first.next())
+            .await
+            .unwrap()
+            .is_some()
+    );
     let second = events(&session, &ping()).await;
     assert_eq!(warnings(&second), [WarningCode::ConcurrentTurn]);
     drop(first);
     let third = events(&session, &ping()).await;
-    assert_eq!(warnings(&third), [], "turns that follow each other are fine");
+    assert_eq!(
+        warnings(&third),
+        [],
+        "turns that follow each other are fine"
+    );
 }

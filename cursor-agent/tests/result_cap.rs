@@ -10,7 +10,6 @@ use cursor_agent::testing::{AllowedTools, Replica};
 use cursor_agent::{AgentEvent, HostProfile, Limits};
 use cursor_proto::ir::{Conversation, Event, Message, StopReason, Tool, ToolResult};
 use cursor_transport::Client;
-use futures::StreamExt as _;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);

@@ -1,4 +1,4 @@
-//! T-FR3 without a network (PROTOCOL-AGENT §0, §6, §10; SPEC FR-3): handles survive a process
+//! T-FR3 without a network (PROTOCOL-AGENT §0, §6, §10; DESIGN §3.1, §5): handles survive a process
 //! boundary through disk, a matching fingerprint resumes the remote conversation with no history
 //! replay, a stale handle rebuilds, a stale resume rebuilds exactly once with a `Reset`, and the
 //! store stays intact under crashes, corruption and concurrent writers.

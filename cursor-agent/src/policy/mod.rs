@@ -4,7 +4,7 @@
 //! [`decide`] matches the generated oneof without a wildcard, so a new arm in the schema does
 //! not compile until it has a row and a decision. The decision space ([`Decision`]) has no
 //! "execute" variant: the worst a row can do is hand a host tool call to the host, whose
-//! permission system decides (PROTOCOL-AGENT §0, §5; NOTES §1).
+//! permission system decides (PROTOCOL-AGENT §0, §5; PROTOCOL-AGENT §11.1).
 
 mod arms;
 mod refusal;
@@ -46,7 +46,7 @@ const fn throw() -> Decision {
     }
 }
 
-/// THE decision per arm (PROTOCOL-AGENT §5 rows; NOTES §1 for 27–51; field-reports §1–§2 for
+/// THE decision per arm (PROTOCOL-AGENT §5 rows; PROTOCOL-AGENT §5.3, §11.1 for 27–51; field-reports §1–§2 for
 /// 36 and 52–56). No wildcard.
 pub(crate) fn decide(message: Option<Exec>) -> (ExecArm, Decision) {
     use Decision::{Lift, Refuse, ReportContext, ReportMcpState, Translate};

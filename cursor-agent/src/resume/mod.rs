@@ -1,4 +1,4 @@
-//! Cross-process resume (PROTOCOL-AGENT §0, §10; SPEC FR-3).
+//! Cross-process resume (PROTOCOL-AGENT §0, §10; DESIGN §3.1, §5).
 //!
 //! The remote conversation is the primary timeline. Per host session a [`Handle`] remembers
 //! the remote conversation id, the last checkpoint, the run's blobs, the [`Fingerprint`] of the

@@ -1,5 +1,5 @@
 //! Planning a Run from a stored handle: resume the remote conversation, or rebuild it from the
-//! transcript (PROTOCOL-AGENT §0, §10; SPEC FR-3). Sans-IO: the caller loads and saves handles.
+//! transcript (PROTOCOL-AGENT §0, §10; DESIGN §3.1, §5). Sans-IO: the caller loads and saves handles.
 
 use std::time::Instant;
 

@@ -1,4 +1,4 @@
-//! Debug records: one JSON line per decision a session makes (SPEC NFR-3).
+//! Debug records: one JSON line per decision a session makes (DESIGN §3.1: labels, counts, timings, never content).
 //!
 //! Records carry plan decisions, exec decisions, leg summaries (event counts and timing),
 //! error classifications and warning codes. They never carry tokens, prompt or answer text,

@@ -34,6 +34,19 @@ impl std::fmt::Debug for TurnEvents {
     }
 }
 
+impl TurnEvents {
+    /// The turn's next event; `None` once the leg ended (after its `Done`, `Error` or
+    /// `Aborted`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future before it completes loses no event (the stream keeps
+    /// its place), so `next()` can sit in a `tokio::select!` beside other work.
+    pub async fn next(&mut self) -> Option<AgentEvent> {
+        futures::StreamExt::next(&mut self.inner).await
+    }
+}
+
 impl Stream for TurnEvents {
     type Item = AgentEvent;
 

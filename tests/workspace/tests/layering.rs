@@ -1,4 +1,4 @@
-//! T-LAYERS: the dependency graph follows the L0–L7 rules (ARCHITECTURE.md).
+//! T-LAYERS: the dependency graph follows the L0–L7 rules (docs/DESIGN.md §2).
 
 use std::process::Command;
 

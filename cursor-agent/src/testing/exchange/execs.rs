@@ -253,7 +253,7 @@ impl Exchange<'_> {
             summary.push(format!("{kind}: {}", answer.status));
             self.note(kind, "", &answer);
         }
-        // Arm 33: in no schema (its number is disputed, NOTES §1), sent as raw bytes.
+        // Arm 33: in no schema (its number is disputed, PROTOCOL-AGENT §11.1), sent as raw bytes.
         let id = self.next_id();
         let replies = self.request_bytes(id, &unknown_arm_frame(id, 33)).await?;
         let answer = any_answer(replies);
