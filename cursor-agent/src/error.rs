@@ -113,6 +113,10 @@ pub enum AgentError {
         /// The frame limit.
         max: usize,
     },
+    /// The host broke the drain contract (see the crate docs), for example by feeding body
+    /// bytes and decoded frames to one Run.
+    #[error("the host broke the drain contract: {0}")]
+    HostMisuse(&'static str),
     /// This crate broke one of its own rules (a bug: please report it).
     #[error("internal error: {0}")]
     Internal(String),
@@ -149,6 +153,7 @@ impl Classify for AgentError {
             | Self::RandomSource(_)
             | Self::UnusableCheckpoint(_)
             | Self::ReplyTooLarge { .. }
+            | Self::HostMisuse(_)
             | Self::Internal(_) => ErrorKind::Local,
         }
     }
@@ -190,6 +195,9 @@ impl Classify for AgentError {
             Self::UnusableCheckpoint(_) => NextStep::StartNewSession,
             Self::ReplyTooLarge { .. } => NextStep::fix_input(
                 "return less from the tool (or lower Limits::max_tool_result_bytes)",
+            ),
+            Self::HostMisuse(_) => NextStep::host_bug(
+                "feed a Run either body bytes (after the response head) or decoded frames, never both",
             ),
             Self::Internal(_) => NextStep::host_bug("report this bug to the cursor-agent crate"),
         }

@@ -88,8 +88,22 @@ pub struct AgentRun {
     failure: Option<AgentError>,
     /// The response body's Connect envelopes, for [`handle_server_data`](Self::handle_server_data).
     body: Decoder,
+    /// How the host has fed the response body so far.
+    input: Input,
     /// The served model the server last named (`routed_model`), reported once per change.
     routed_model: Option<String>,
+}
+
+/// How the host feeds the response body: the drain contract allows one way per Run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Input {
+    Unset,
+    /// `handle_response_head` came, no bytes yet.
+    Head,
+    /// Body bytes (`handle_server_data`).
+    Data,
+    /// Decoded frames (`handle_server_message`, `handle_server_bytes`).
+    Frames,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,6 +237,7 @@ impl AgentRun {
             raw_state: opening.raw_state,
             failure: None,
             body: Decoder::new(Compression::Identity),
+            input: Input::Unset,
             routed_model: None,
         })
     }
@@ -340,7 +355,16 @@ impl AgentRun {
     // ---- handlers ---------------------------------------------------------------------------
 
     /// One decoded server frame.
+    ///
+    /// A Run takes body bytes ([`handle_server_data`](Self::handle_server_data)) or frames,
+    /// never both: frames after body bytes fail the Run as [`AgentError::HostMisuse`].
     pub fn handle_server_message(&mut self, message: AgentServerMessage, now: Instant) {
+        if self.admit(Input::Frames) {
+            self.on_message(message, now);
+        }
+    }
+
+    fn on_message(&mut self, message: AgentServerMessage, now: Instant) {
         if self.phase == Phase::Finished {
             return;
         }
@@ -350,7 +374,37 @@ impl AgentRun {
     }
 
     /// One server frame's protobuf bytes (an undecodable frame is protocol drift).
+    ///
+    /// Frames after body bytes fail the Run as [`AgentError::HostMisuse`], as for
+    /// [`handle_server_message`](Self::handle_server_message).
     pub fn handle_server_bytes(&mut self, bytes: &[u8], now: Instant) {
+        if self.admit(Input::Frames) {
+            self.on_bytes(bytes, now);
+        }
+    }
+
+    /// Checks the host feeds the body one way only (the drain contract); a misuse fails the
+    /// Run with a host-bug error instead of mixing two framings of one stream.
+    fn admit(&mut self, input: Input) -> bool {
+        let misuse = match (self.input, input) {
+            (Input::Data, Input::Frames) => Some("frames after body bytes (feed one or the other)"),
+            (Input::Frames, Input::Data) => Some("body bytes after frames (feed one or the other)"),
+            (Input::Data, Input::Head) => Some("the response head after body bytes"),
+            _ => None,
+        };
+        if let Some(what) = misuse {
+            if self.phase != Phase::Finished {
+                self.fail(AgentError::HostMisuse(what));
+            }
+            return false;
+        }
+        if input != Input::Head || self.input == Input::Unset {
+            self.input = input;
+        }
+        true
+    }
+
+    fn on_bytes(&mut self, bytes: &[u8], now: Instant) {
         if self.phase == Phase::Finished {
             return;
         }
@@ -369,7 +423,7 @@ impl AgentRun {
             return;
         }
         match AgentServerMessage::decode(bytes) {
-            Ok(message) => self.handle_server_message(message, now),
+            Ok(message) => self.on_message(message, now),
             Err(error) => self.fail(error.into()),
         }
     }
@@ -380,8 +434,13 @@ impl AgentRun {
     /// [`DEFAULT_MAX_MESSAGE_SIZE`](cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE).
     ///
     /// [`handle_server_data`]: Self::handle_server_data
+    ///
+    /// After body bytes it fails the Run as [`AgentError::HostMisuse`] (the bytes were already
+    /// read under the defaults).
     pub fn handle_response_head(&mut self, compression: Compression, max_message_size: usize) {
-        self.body = Decoder::new(compression).with_max_message_size(max_message_size);
+        if self.admit(Input::Head) {
+            self.body = Decoder::new(compression).with_max_message_size(max_message_size);
+        }
     }
 
     /// Bytes of the response body as they arrive, in any chunking (HTTP/2 DATA frames as
@@ -413,7 +472,7 @@ impl AgentRun {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn handle_server_data(&mut self, data: Bytes, now: Instant) {
-        if self.phase == Phase::Finished {
+        if self.phase == Phase::Finished || !self.admit(Input::Data) {
             return;
         }
         // The decoder leaves `self` while its frames are lent, so handlers can borrow `self`.
@@ -452,7 +511,7 @@ impl AgentRun {
             self.stream_delta(kind, text, now);
             return;
         }
-        self.handle_server_bytes(frame, now);
+        self.on_bytes(frame, now);
     }
 
     /// What `on_delta` does with a delta while streaming, without its layers (the hot path).

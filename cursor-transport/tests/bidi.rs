@@ -672,3 +672,22 @@ async fn a_receive_dropped_while_waiting_for_a_refusal_still_reports_it() {
     let error = within(call.recv()).await.unwrap_err();
     assert!(error.to_string().contains("slow down"), "{error}");
 }
+
+/// `recv` and `recv_data` split one body two ways: mixing them on one call is refused as the
+/// caller's error instead of losing frames.
+#[tokio::test]
+async fn mixing_recv_and_recv_data_on_one_call_is_refused() {
+    let (mut server, _client, mut call) = fresh_call().await;
+    let mut incoming = within(server.accept()).await.unwrap();
+    incoming.send(b"one").await.unwrap();
+    assert!(within(call.recv_data()).await.unwrap().is_some());
+    let mixed = within(call.recv()).await.unwrap_err();
+    assert_eq!(mixed.kind(), ErrorKind::Local, "{mixed}");
+    assert!(
+        mixed.to_string().contains("recv after recv_data"),
+        "{mixed}"
+    );
+    // The call still reads the way it started.
+    incoming.finish_ok().await.unwrap();
+    while within(call.recv_data()).await.unwrap().is_some() {}
+}

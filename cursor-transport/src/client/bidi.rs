@@ -13,6 +13,15 @@ use crate::{
     headers::CONTENT_TYPE_STREAM,
 };
 
+/// The two ways to read a call's body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// Whole messages, decoded by the call (`recv`).
+    Messages,
+    /// Raw body chunks, framed by the caller (`recv_data`).
+    Chunks,
+}
+
 /// A non-200 response head and what its body said so far.
 #[derive(Debug)]
 struct Refused {
@@ -61,6 +70,8 @@ pub struct BidiCall {
     encoder: Encoder,
     end: Option<EndStream>,
     state: CallState,
+    /// How the body is read: messages (`recv`) or raw chunks (`recv_data`), never both.
+    reading: Option<Reading>,
     max_message_size: usize,
     dead: DeadSignal,
     _guard: StreamGuard,
@@ -84,6 +95,7 @@ impl BidiCall {
             encoder: Encoder::new(compression).with_max_message_size(max_message_size),
             end: None,
             state: CallState::Open,
+            reading: None,
             max_message_size,
             dead: guard.dead_signal(),
             _guard: guard,
@@ -152,12 +164,28 @@ impl BidiCall {
     /// An error ends the call (the stream is reset unless the server already ended it); later
     /// calls return a local error rather than repeat it.
     pub async fn recv(&mut self) -> Result<Option<Bytes>, CursorError> {
+        self.read_as(Reading::Messages)?;
         if let Some(settled) = self.settled() {
             return settled;
         }
         let result = self.recv_inner().await;
         self.settle(&result);
         result
+    }
+
+    /// Holds the call to one way of reading its body: a chunk read raw is gone from the
+    /// message decoder, so mixing the two would lose or split frames.
+    fn read_as(&mut self, reading: Reading) -> Result<(), CursorError> {
+        match self.reading {
+            Some(current) if current != reading => Err(CursorError::invalid(match reading {
+                Reading::Messages => "recv after recv_data on one call (use one or the other)",
+                Reading::Chunks => "recv_data after recv on one call (use one or the other)",
+            })),
+            _ => {
+                self.reading = Some(reading);
+                Ok(())
+            }
+        }
     }
 
     /// What a receive returns once the call is over, `None` while it is open.
@@ -191,6 +219,7 @@ impl BidiCall {
     ///
     /// Like `recv`, an error ends the call, and it is cancel-safe once the response head is in.
     pub async fn recv_data(&mut self) -> Result<Option<Bytes>, CursorError> {
+        self.read_as(Reading::Chunks)?;
         if let Some(settled) = self.settled() {
             return settled;
         }
