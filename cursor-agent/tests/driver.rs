@@ -388,7 +388,6 @@ async fn a_server_holding_the_stream_open_after_turn_ended_does_not_hold_the_tur
     replica.set_hold_open(cursor_agent::testing::HoldOpen::Forever);
     let (_handle, mut events, task) =
         start(replica.origin(), config(), &conversation("ping", vec![]));
-    let started = tokio::time::Instant::now();
     let leg = leg(&mut events).await;
     assert_eq!(
         leg.last(),
@@ -396,12 +395,12 @@ async fn a_server_holding_the_stream_open_after_turn_ended_does_not_hold_the_tur
             reason: StopReason::Stop
         })
     );
-    // The event stream ends at once; the task lets go of the stream shortly after.
+    // The event stream ends although the server never ends its side (a held turn would
+    // never end it); the task lets go of the stream shortly after.
     assert_eq!(
         tokio::time::timeout(WAIT, events.recv()).await.unwrap(),
         None
     );
-    assert!(started.elapsed() < Duration::from_secs(2));
     tokio::time::timeout(Duration::from_secs(3), task)
         .await
         .unwrap()

@@ -407,7 +407,6 @@ async fn the_configured_first_token_timeout_ends_a_silent_turn() {
     let provider = provider_with(&replica, |channel| {
         channel.with_timers(env.timers().unwrap())
     });
-    let started = std::time::Instant::now();
     let events = turn(
         &provider,
         &context(vec![user("ping")]),
@@ -417,9 +416,4 @@ async fn the_configured_first_token_timeout_ends_a_silent_turn() {
     let text = last(&events)["error"]["errorMessage"].as_str().unwrap();
     assert!(text.contains("no progress from Cursor for 400ms"), "{text}");
     assert!(text.contains("waiting for the first frame"), "{text}");
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
 }

@@ -153,8 +153,13 @@ async fn a_peer_that_stops_answering_pings_is_a_network_error() {
     let mut incoming = within(server.accept()).await.unwrap();
     incoming.send(b"alive").await.unwrap();
     assert!(within(call.recv()).await.unwrap().is_some());
-    // Pings are answered while the peer is alive.
+    // Pings are answered while the peer is alive: past the PONG timeout, the call still works.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    incoming.send(b"still alive").await.unwrap();
+    assert_eq!(
+        within(call.recv()).await.unwrap().as_deref(),
+        Some(&b"still alive"[..])
+    );
     incoming.stall_connection();
     let err = within(call.recv()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Network, "{err}");
