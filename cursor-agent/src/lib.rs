@@ -104,10 +104,10 @@
 //!
 //! ## Resume
 //!
-//! A [`Session`] plans each Run from the stored [`Handle`] of the host session: a resume of the
+//! A [`ResumePlanner`] plans each Run from the stored [`Handle`] of the host session: a resume of the
 //! remote conversation when the [`Fingerprint`] of the completed user turns matches, a rebuild
 //! otherwise, and exactly one rebuild (starting with `Reset`) when a resume turns out stale
-//! ([`Session::recover`]). [`HandleStore`] keeps handles on disk atomically and durably;
+//! ([`ResumePlanner::recover`]). [`HandleStore`] keeps handles on disk atomically and durably;
 //! [`Handle::capture`] takes one from a Run that received a checkpoint.
 //! [`AgentRun::poll_transmit`] hands out wire bytes, splicing a resumed Run's overlaid
 //! checkpoint into the run request byte for byte.
@@ -177,7 +177,7 @@ pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};
 pub use policy::ExecArm;
 pub use resume::{
     Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleFileError, HandleRepository, HandleStore,
-    Loaded, Plan, RunLabel, Session, StaleReason, StoreError, StoreWarning, ToolsetKey,
+    Loaded, Plan, ResumePlanner, RunLabel, StaleReason, StoreError, StoreWarning, ToolsetKey,
 };
 pub use root_prompt::root_prompt_json;
 pub use run::AgentRun;

@@ -1,13 +1,13 @@
 //! T-FR3 against the replica: a conversation resumed across processes from a handle on disk,
 //! and rebuilt when the handle is stale.
 //!
-//! Every turn plays a fresh process: the handle is loaded from disk, a new `Session` plans the
+//! Every turn plays a fresh process: the handle is loaded from disk, a new `ResumePlanner` plans the
 //! Run, a new `AgentRun` opens it, and the handle captured afterwards is saved again.
 
 use std::time::Duration;
 
 use cursor_agent::testing::{Replica, ReplicaServer, RunRecord, Script};
-use cursor_agent::{AgentEvent, Handle, HandleStore, RunConfig, RunLabel, Session, driver};
+use cursor_agent::{AgentEvent, Handle, HandleStore, ResumePlanner, RunConfig, RunLabel, driver};
 use cursor_proto::ir::{Conversation, Event, Message};
 use cursor_transport::{Client, RequestHeaders};
 
@@ -35,7 +35,7 @@ struct Turn {
 /// capture and save.
 async fn turn(replica: &ReplicaServer, store: &HandleStore, conversation: &Conversation) -> Turn {
     let handle = store.load(SESSION).expect("store readable").handle();
-    let mut session = Session::new(config());
+    let mut session = ResumePlanner::new(config());
     let mut plan = session.plan(handle, conversation);
     let mut labels = Vec::new();
     loop {

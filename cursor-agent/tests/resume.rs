@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::{Harness, config, tools};
 use cursor_agent::{
-    AgentError, BlobId, Fingerprint, Handle, HandleStore, Loaded, RunLabel, Session, StaleReason,
-    StoreError, StreamOutcome, ToolsetKey,
+    AgentError, BlobId, Fingerprint, Handle, HandleStore, Loaded, ResumePlanner, RunLabel,
+    StaleReason, StoreError, StreamOutcome, ToolsetKey,
 };
 use cursor_proto::agent::v1::{
     self as w, AgentClientMessage, ConversationStateStructure,
@@ -79,7 +79,7 @@ fn run_request(frame: &AgentClientMessage) -> w::AgentRunRequest {
 /// Plays turn 1 as a rebuild: the server stores a blob, checkpoints and ends the turn. Returns
 /// the handle a host would save.
 fn play_first_turn() -> Handle {
-    let mut session = Session::new(config());
+    let mut session = ResumePlanner::new(config());
     let plan = session.plan(None, &first_turn());
     assert_eq!(plan.label(), RunLabel::Rebuild);
     let mut h = harness(plan.open(&first_turn(), Instant::now()).expect("opens"));
@@ -113,7 +113,7 @@ fn a_handle_round_trips_through_disk_into_a_fresh_run_that_resumes_without_repla
     let loaded = HandleStore::new(dir.path()).load("sess-1").unwrap();
     assert_eq!(loaded, Loaded::Found(handle.clone()));
     let turn = second_turn("Noted.");
-    let mut session = Session::new(config());
+    let mut session = ResumePlanner::new(config());
     let plan = session.plan(loaded.handle(), &turn);
     assert_eq!(plan.label(), RunLabel::Resume);
     assert_eq!(plan.label().as_str(), "agent-resume");
@@ -179,7 +179,7 @@ fn a_handle_round_trips_through_disk_into_a_fresh_run_that_resumes_without_repla
 #[test]
 fn assistant_wording_keeps_the_resume_and_an_edited_user_text_rebuilds() {
     let handle = play_first_turn();
-    let mut session = Session::new(config());
+    let mut session = ResumePlanner::new(config());
     assert_eq!(
         session
             .plan(
@@ -219,11 +219,11 @@ fn a_changed_tool_set_or_the_resend_switch_re_sends_mcp_tools() {
     let mut turn = second_turn("Noted.");
     turn.tools.push(Tool::new("web_search", "", json!({})));
     assert!(
-        Session::new(config())
+        ResumePlanner::new(config())
             .plan(Some(handle.clone()), &turn)
             .sends_mcp_tools()
     );
-    let plan = Session::new(config())
+    let plan = ResumePlanner::new(config())
         .with_resend_mcp_on_resume(true)
         .plan(Some(handle), &second_turn("Noted."));
     assert_eq!(plan.label(), RunLabel::Resume);
@@ -240,7 +240,7 @@ fn a_changed_tool_set_or_the_resend_switch_re_sends_mcp_tools() {
 fn an_unusable_checkpoint_rebuilds() {
     let mut handle = play_first_turn();
     handle.checkpoint = vec![0xff, 0xff, 0xff];
-    let plan = Session::new(config()).plan(Some(handle), &second_turn("Noted."));
+    let plan = ResumePlanner::new(config()).plan(Some(handle), &second_turn("Noted."));
     assert_eq!(plan.label(), RunLabel::Rebuild);
     assert!(matches!(
         plan.stale_reason(),
@@ -268,7 +268,7 @@ fn error_of(h: &mut Harness) -> ErrorInfo {
 fn a_blob_miss_on_resume_rebuilds_exactly_once_with_a_reset_and_a_miss_on_rebuild_fails_closed() {
     let handle = play_first_turn();
     let turn = second_turn("Noted.");
-    let mut session = Session::new(config());
+    let mut session = ResumePlanner::new(config());
     let plan = session.plan(Some(handle.clone()), &turn);
     let mut h = harness(plan.open(&turn, Instant::now()).unwrap());
     h.drain();
@@ -334,7 +334,7 @@ fn a_remote_not_found_on_resume_is_stale_but_not_on_a_rebuild() {
             cursor_proto::ir::NextStep::Retry,
         )
     };
-    let mut session = Session::new(config());
+    let mut session = ResumePlanner::new(config());
     let mut h = harness(
         session
             .plan(Some(handle), &turn)

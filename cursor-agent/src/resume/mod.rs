@@ -2,7 +2,7 @@
 //!
 //! The remote conversation is the primary timeline. Per host session a [`Handle`] remembers
 //! the remote conversation id, the last checkpoint, the run's blobs, the [`Fingerprint`] of the
-//! completed user turns and the [`ToolsetKey`]. A [`Session`] plans each Run from it: when the
+//! completed user turns and the [`ToolsetKey`]. A [`ResumePlanner`] plans each Run from it: when the
 //! fingerprint matches, a resume (same id, checkpoint overlaid, only the current rules added to
 //! the root prompt, no history replay, `mcp_tools` omitted while the tool set is unchanged);
 //! otherwise a rebuild (new id, empty turns, full root prompt). A stale resume discovered
@@ -17,5 +17,5 @@ mod store;
 pub use fingerprint::{Fingerprint, ToolsetKey};
 pub use handle::{HANDLE_FORMAT_VERSION, Handle, HandleFileError};
 pub(crate) use plan::ResumeSeed;
-pub use plan::{Plan, RunLabel, Session, StaleReason};
+pub use plan::{Plan, ResumePlanner, RunLabel, StaleReason};
 pub use store::{HandleRepository, HandleStore, Loaded, StoreError, StoreWarning};

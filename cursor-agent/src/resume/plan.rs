@@ -161,25 +161,25 @@ impl Plan {
 /// handle matches, rebuild when it is stale, and recover from a stale resume exactly once.
 ///
 /// ```
-/// use cursor_agent::{RunConfig, RunLabel, Session};
+/// use cursor_agent::{RunConfig, RunLabel, ResumePlanner};
 /// use cursor_proto::ir::{Conversation, Message};
 ///
 /// let conversation = Conversation::new("").with_message(Message::user_text("hi"));
-/// let mut session = Session::new(RunConfig::new("composer-2.5", "file:///work", cursor_agent::IdSeed::fixed([1; 16])));
+/// let mut session = ResumePlanner::new(RunConfig::new("composer-2.5", "file:///work", cursor_agent::IdSeed::fixed([1; 16])));
 /// // No handle stored yet: the first turn is a rebuild with the full transcript.
 /// let plan = session.plan(None, &conversation);
 /// assert_eq!(plan.label(), RunLabel::Rebuild);
 /// assert!(!plan.drops_handle());
 /// ```
 #[derive(Clone, Debug)]
-pub struct Session {
+pub struct ResumePlanner {
     config: RunConfig,
     resend_mcp_on_resume: bool,
     current: Option<RunLabel>,
     previous_id: Option<String>,
 }
 
-impl Session {
+impl ResumePlanner {
     /// A session whose Runs use `config` (its `conversation_id` and `resume` are set per plan).
     pub fn new(config: RunConfig) -> Self {
         Self {

@@ -18,8 +18,8 @@ use futures::stream::{self, BoxStream, Stream, StreamExt as _};
 use super::{Inner, ModelChoice, lock};
 use crate::driver::{self, RunEvents, RunHandle};
 use crate::{
-    AgentError, AgentEvent, Handle, HandleRepository, IdSeed, Loaded, Plan, ResumePoint, RunConfig,
-    RunLabel, Session, StoreError,
+    AgentError, AgentEvent, Handle, HandleRepository, IdSeed, Loaded, Plan, ResumePlanner,
+    ResumePoint, RunConfig, RunLabel, StoreError,
 };
 
 /// The events of one turn leg; see [`AgentSession::turn`](super::AgentSession::turn).
@@ -70,7 +70,7 @@ struct Ctx {
     conversation: Conversation,
     model: ModelChoice,
     token: Option<String>,
-    planner: Option<Session>,
+    planner: Option<ResumePlanner>,
     label: RunLabel,
     /// The remote conversation the current Run belongs to.
     conversation_id: Option<String>,
@@ -414,7 +414,7 @@ impl State {
         config.timers = self.shared.timers;
         config.limits = self.shared.limits;
         let mut planner =
-            Session::new(config).with_resend_mcp_on_resume(self.shared.resend_mcp_on_resume);
+            ResumePlanner::new(config).with_resend_mcp_on_resume(self.shared.resend_mcp_on_resume);
         let stored = self.load_handle().await;
         let plan = planner.plan(stored, &self.ctx.conversation);
         if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
