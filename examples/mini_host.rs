@@ -125,7 +125,7 @@ async fn main() -> Result<(), BoxError> {
     let workspace = std::env::current_dir()?;
     let session = AgentSession::builder(Client::new()?, origin, Arc::new(StaticToken::new(token)))
         .profile(profile(&options.state))
-        .workspace_uri(format!("file://{}", workspace.display()))
+        .workspace_uri(cursor_agent::file_uri::from_path(&workspace))
         .session_id(SESSION_ID)
         .build();
 

@@ -207,5 +207,5 @@ async fn agent_origin(client: &Client, token: &str) -> Result<Origin, BoxError> 
 
 fn workspace_uri() -> String {
     let dir = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    format!("file://{}", dir.display())
+    cursor_agent::file_uri::from_path(&dir)
 }

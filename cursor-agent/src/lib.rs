@@ -118,6 +118,7 @@ mod config;
 mod error;
 mod event;
 mod event_queue;
+pub mod file_uri;
 mod frames;
 mod hot;
 mod ids;

@@ -125,6 +125,16 @@ impl Translation {
 /// The path of the first workspace root (`file:///work` → `/work`), the key of grep results.
 pub(crate) fn workspace_root(uris: &[String]) -> String {
     uris.first()
-        .map(|uri| uri.strip_prefix("file://").unwrap_or(uri).to_owned())
+        .map(|uri| crate::file_uri::to_path_str(uri).unwrap_or_else(|| uri.clone()))
         .unwrap_or_else(|| ".".into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_workspace_url_with_escapes_is_the_directory_it_names() {
+        let uris = vec!["file:///home/me/my%20project".to_owned()];
+        assert_eq!(super::workspace_root(&uris), "/home/me/my project");
+        assert_eq!(super::workspace_root(&[]), ".");
+    }
 }

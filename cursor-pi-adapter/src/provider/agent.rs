@@ -405,16 +405,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The current directory as a `file://` URL (Cursor's workspace root).
 fn workspace_uri() -> String {
     let path = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
-    let mut uri = String::from("file://");
-    for byte in path.to_string_lossy().bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
-                uri.push(char::from(byte));
-            }
-            other => uri.push_str(&format!("%{other:02X}")),
-        }
-    }
-    uri
+    cursor_agent::file_uri::from_path(&path)
 }
 
 #[cfg(test)]
