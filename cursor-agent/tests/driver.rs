@@ -515,3 +515,84 @@ async fn an_origin_nobody_listens_on_is_a_network_error() {
             .is_finished()
     );
 }
+
+/// Backpressure end to end: a host that stops reading events stops the driver reading the
+/// response, so HTTP/2 flow control stops the server. Of the 64 MB of text the server offers,
+/// only a bounded part gets out (the event queue, 128 events of at most one 64 KiB burst each,
+/// plus the 1 MiB stream window); once the host reads again, every delta arrives, whole.
+#[tokio::test]
+async fn a_host_that_stops_reading_holds_the_server_back_and_loses_nothing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const OFFERED: usize = 64_000_000;
+    const DELTA: usize = 1000;
+    const BOUND: usize = 16 << 20;
+    let mut server = TestServer::start().await.unwrap();
+    let (_handle, mut events, task) =
+        start(server.origin(), config(), &conversation("ping", vec![]));
+    let mut call = tokio::time::timeout(WAIT, server.accept())
+        .await
+        .unwrap()
+        .unwrap();
+    let _: Option<AgentClientMessage> = call.recv_message().await.unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&sent);
+    let server_task = tokio::spawn(async move {
+        let text = "x".repeat(DELTA);
+        let delta = AgentServerMessage {
+            message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+                message: Some(Update::TextDelta(w::TextDeltaUpdate { text })),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        while counter.load(Ordering::Acquire) < OFFERED {
+            call.send_message(&delta).await.unwrap();
+            counter.fetch_add(DELTA, Ordering::AcqRel);
+        }
+        let ended = AgentServerMessage {
+            message: Some(Server::InteractionUpdate(w::InteractionUpdate {
+                message: Some(Update::TurnEnded(w::TurnEndedUpdate::default())),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        call.send_message(&ended).await.unwrap();
+        call.finish_ok().await.unwrap();
+    });
+
+    // The host reads nothing; wait until the server cannot send more (unchanged for 500 ms).
+    let mut last = usize::MAX;
+    let mut still = 0;
+    while still < 5 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = sent.load(Ordering::Acquire);
+        assert!(
+            now < OFFERED,
+            "the server sent everything: nothing held it back"
+        );
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    assert!(
+        last < BOUND,
+        "{last} bytes got out before the server was held back"
+    );
+    println!(
+        "held back after {} KiB of {} MB offered",
+        last >> 10,
+        OFFERED / 1_000_000
+    );
+
+    // Reading again lets everything through, in order and whole.
+    let mut text = 0;
+    while let Some(event) = tokio::time::timeout(WAIT, events.recv()).await.unwrap() {
+        if let AgentEvent::Ir(Event::TextDelta { text: delta }) = event {
+            text += delta.len();
+        }
+    }
+    assert_eq!(text, OFFERED);
+    server_task.await.unwrap();
+    assert!(task.await.unwrap().is_finished());
+}

@@ -15,15 +15,22 @@ use crate::AgentEvent;
 /// run is finished. Dropping it cancels the run.
 #[derive(Debug)]
 pub struct RunEvents {
-    receiver: mpsc::UnboundedReceiver<AgentEvent>,
+    receiver: mpsc::Receiver<AgentEvent>,
 }
 
 impl RunEvents {
-    pub(crate) fn new(receiver: mpsc::UnboundedReceiver<AgentEvent>) -> Self {
+    pub(crate) fn new(receiver: mpsc::Receiver<AgentEvent>) -> Self {
         Self { receiver }
     }
 
     /// The next event, `None` once the run is finished and everything was delivered.
+    ///
+    /// A host that stops calling it stops the Run reading the stream once
+    /// [`EVENT_QUEUE`](super::EVENT_QUEUE) events wait (backpressure, not buffering).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a dropped call loses no event.
     pub async fn recv(&mut self) -> Option<AgentEvent> {
         self.receiver.recv().await
     }

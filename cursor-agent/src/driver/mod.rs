@@ -84,6 +84,12 @@ pub fn open(
     Ok(start(client, origin, headers, run))
 }
 
+/// Events the driver queues for a host that is not reading. A full queue stops the driver
+/// reading the response, so HTTP/2 flow control stops the server: memory stays bounded by
+/// this queue (each event holds at most one 64 KiB read burst, about 10 MiB in all) plus the
+/// stream's flow-control window (1 MiB), whatever the server sends.
+pub const EVENT_QUEUE: usize = 128;
+
 /// Opens `run` as `POST /agent.v1.AgentService/Run` on `origin` with `headers` and splits it
 /// into its command handle, its event stream and the task that drives it.
 ///
@@ -96,7 +102,7 @@ pub fn start(
     run: AgentRun,
 ) -> (RunHandle, RunEvents, RunTask) {
     let (command_tx, command_rx) = mpsc::unbounded_channel();
-    let (event_tx, event_rx) = mpsc::unbounded_channel();
+    let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
     let task = RunTask::new(task::Driver {
         client,
         origin,

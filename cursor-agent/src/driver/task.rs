@@ -23,6 +23,10 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// Body chunks (DATA frames) handled per wake-up at most before events are forwarded and
 /// commands looked at.
 const MAX_BURST: usize = 64;
+/// Body bytes handled per wake-up at most: deltas of one burst merge into one event, so this
+/// bounds an event's size and, with [`EVENT_QUEUE`](super::EVENT_QUEUE), what a host that
+/// stops reading can have queued.
+const MAX_BURST_BYTES: usize = 64 << 10;
 
 /// The future that drives one Run; it resolves to the finished [`AgentRun`].
 ///
@@ -62,14 +66,17 @@ pub(super) struct Driver {
     pub(super) headers: RequestHeaders,
     pub(super) run: AgentRun,
     pub(super) commands: mpsc::UnboundedReceiver<Command>,
-    pub(super) events: mpsc::UnboundedSender<AgentEvent>,
+    pub(super) events: mpsc::Sender<AgentEvent>,
 }
 
 /// What the loop has learned about its peers.
 struct Loop {
     run: AgentRun,
     commands: mpsc::UnboundedReceiver<Command>,
-    events: mpsc::UnboundedSender<AgentEvent>,
+    events: mpsc::Sender<AgentEvent>,
+    /// An event taken from the run that the full queue did not take yet: while it waits, the
+    /// response is not read (backpressure).
+    pending: Option<AgentEvent>,
     commands_open: bool,
     /// The event stream is still read.
     listening: bool,
@@ -85,6 +92,7 @@ impl Driver {
             run: self.run,
             commands: self.commands,
             events: self.events,
+            pending: None,
             commands_open: true,
             listening: true,
             owed: false,
@@ -103,6 +111,7 @@ impl Driver {
             // Cancelled or timed out while connecting.
             None => state.settle_owed().await,
         }
+        state.flush().await;
         state.run
     }
 }
@@ -126,10 +135,14 @@ impl Loop {
                 return true;
             }
             let deadline = self.run.poll_timeout();
+            let blocked = self.pending.is_some();
             tokio::select! {
                 biased;
                 command = self.commands.recv(), if self.commands_open => self.apply(command),
-                data = call.recv_data() => {
+                // The host's queue is full: nothing more is read until it takes an event.
+                room = has_room(&self.events), if blocked => self.deliver(room),
+                data = call.recv_data(), if !blocked => {
+                    let mut burst = data.as_ref().map_or(0, |d| d.as_ref().map_or(0, Bytes::len));
                     if !self.receive(data) {
                         return false;
                     }
@@ -137,12 +150,13 @@ impl Loop {
                     // that arrived together reach the host as one (bounded, so commands and
                     // timers stay prompt). `recv_data` is cancel-safe once the head is in.
                     for _ in 1..MAX_BURST {
-                        if self.run.is_finished() {
+                        if self.run.is_finished() || burst >= MAX_BURST_BYTES {
                             break;
                         }
                         let Some(data) = call.recv_data().now_or_never() else {
                             break;
                         };
+                        burst += data.as_ref().map_or(0, |d| d.as_ref().map_or(0, Bytes::len));
                         if !self.receive(data) {
                             return false;
                         }
@@ -213,9 +227,11 @@ impl Loop {
                 return None;
             }
             let deadline = self.run.poll_timeout();
+            let blocked = self.pending.is_some();
             tokio::select! {
                 biased;
                 output = &mut future => return Some(output),
+                room = has_room(&self.events), if blocked => self.deliver(room),
                 command = self.commands.recv(), if self.commands_open => self.apply(command),
                 () = sleep_until(deadline) => self.run.handle_timeout(now()),
                 () = self.events.closed(), if self.listening => self.stop_listening(),
@@ -235,31 +251,79 @@ impl Loop {
         true
     }
 
-    /// Hands every queued event to the host, tracking how the legs end.
+    /// Hands queued events to the host until its queue is full, tracking how the legs end.
     fn forward(&mut self) {
-        while let Some(event) = self.run.poll_event() {
-            if let AgentEvent::Ir(ir) = &event {
-                match ir {
-                    Event::Done {
-                        reason: StopReason::ToolUse,
-                    } => self.owed = true,
-                    Event::Done { .. } => {
-                        self.owed = false;
-                        self.clean = true;
+        while self.listening {
+            let event = match self.pending.take() {
+                Some(event) => event,
+                None => match self.run.poll_event() {
+                    Some(event) => {
+                        self.track(&event);
+                        event
                     }
-                    Event::Error(_) | Event::Aborted => {
-                        self.owed = false;
-                        self.clean = false;
-                    }
-                    _ => {}
+                    None => break,
+                },
+            };
+            match self.events.try_send(event) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(event)) => {
+                    self.pending = Some(event);
+                    break;
                 }
-            }
-            if self.listening && self.events.send(event).is_err() {
-                self.listening = false;
+                Err(mpsc::error::TrySendError::Closed(_)) => self.listening = false,
             }
         }
-        if !self.listening && !self.run.is_finished() {
-            self.stop_listening();
+        if !self.listening {
+            self.pending = None;
+            while let Some(event) = self.run.poll_event() {
+                self.track(&event);
+            }
+            if !self.run.is_finished() {
+                self.stop_listening();
+            }
+        }
+    }
+
+    /// The queue made room (`room`), or its receiver is gone: the waiting event goes in, then
+    /// whatever else is queued.
+    fn deliver(&mut self, room: bool) {
+        if room {
+            self.forward();
+        } else {
+            self.listening = false;
+            self.forward();
+        }
+    }
+
+    /// Waits until every event the run queued reached the host's queue (or nobody listens).
+    async fn flush(&mut self) {
+        loop {
+            self.forward();
+            if self.pending.is_none() || !self.listening {
+                return;
+            }
+            let room = has_room(&self.events).await;
+            self.deliver(room);
+        }
+    }
+
+    /// Notes how a leg ended from an event taken from the run.
+    fn track(&mut self, event: &AgentEvent) {
+        if let AgentEvent::Ir(ir) = event {
+            match ir {
+                Event::Done {
+                    reason: StopReason::ToolUse,
+                } => self.owed = true,
+                Event::Done { .. } => {
+                    self.owed = false;
+                    self.clean = true;
+                }
+                Event::Error(_) | Event::Aborted => {
+                    self.owed = false;
+                    self.clean = false;
+                }
+                _ => {}
+            }
         }
     }
 
@@ -298,8 +362,10 @@ impl Loop {
     async fn settle_owed(&mut self) {
         self.forward();
         while self.owed && self.commands_open && self.listening {
+            let blocked = self.pending.is_some();
             tokio::select! {
                 command = self.commands.recv() => self.apply(command),
+                room = has_room(&self.events), if blocked => self.deliver(room),
                 () = self.events.closed() => self.listening = false,
             }
             self.forward();
@@ -313,8 +379,9 @@ impl Loop {
             call.cancel();
         }
         self.settle_owed().await;
+        self.flush().await;
         // The event stream ends here, before any grace period: the turn is not held open.
-        let (closed, _) = mpsc::unbounded_channel();
+        let (closed, _) = mpsc::channel(1);
         drop(std::mem::replace(&mut self.events, closed));
         if self.clean && server_open {
             let _ = call.close_send();
@@ -327,6 +394,12 @@ impl Loop {
             }
         }
     }
+}
+
+/// Waits until the host's queue has room for one event; false when nobody listens any more.
+/// (The slot is not held: this task is the only sender, so the next `try_send` gets it.)
+async fn has_room(events: &mpsc::Sender<AgentEvent>) -> bool {
+    events.reserve().await.is_ok()
 }
 
 /// Sleeps until `deadline` on tokio's clock, forever when there is none.

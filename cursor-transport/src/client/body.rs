@@ -55,7 +55,8 @@ pub(crate) async fn next_chunk(
     match chunk {
         Some(None) => Ok(None),
         Some(Some(Ok(chunk))) => {
-            // Releasing what we took keeps the peer from stalling at the window.
+            // Released as the caller takes a chunk, which it does only when it can handle one:
+            // a caller that stops reading stops the peer at the window (backpressure).
             let _ = body.flow_control().release_capacity(chunk.len());
             Ok(Some(chunk))
         }
