@@ -350,6 +350,28 @@ async fn a_not_found_end_of_stream_fails_the_turn_with_the_servers_error() {
     tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
 }
 
+/// The typed failure travels with the event stream: a host holding the `Error` event can tell
+/// what it was without awaiting the task (which it may have handed to an executor).
+#[tokio::test]
+async fn the_typed_failure_is_readable_beside_the_error_event() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::MalformedFrame);
+    let (_handle, mut events, task) =
+        start(replica.origin(), config(), &conversation("ping", vec![]));
+    assert!(events.failure().is_none());
+    let leg = leg(&mut events).await;
+    let failure = events
+        .failure()
+        .expect("the failure is set before its event");
+    assert!(
+        matches!(failure, cursor_agent::AgentError::ProtocolDrift { .. }),
+        "{failure:?}"
+    );
+    assert_eq!(failure.to_string(), error_of(&leg).message);
+    let run = tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
+    assert_eq!(run.failure(), Some(failure));
+}
+
 #[tokio::test]
 async fn a_silent_server_trips_the_first_frame_watchdog_on_tokio_time() {
     let mut server = TestServer::start().await.unwrap();

@@ -1,12 +1,13 @@
 //! [`RunEvents`]: the run's events as an async stream.
 
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use crate::AgentEvent;
+use crate::{AgentError, AgentEvent};
 
 /// The events of one driven Run, in order, across every leg of its turn.
 ///
@@ -16,11 +17,23 @@ use crate::AgentEvent;
 #[derive(Debug)]
 pub struct RunEvents {
     receiver: mpsc::Receiver<AgentEvent>,
+    failure: Arc<OnceLock<AgentError>>,
 }
 
 impl RunEvents {
-    pub(crate) fn new(receiver: mpsc::Receiver<AgentEvent>) -> Self {
-        Self { receiver }
+    pub(crate) fn new(
+        receiver: mpsc::Receiver<AgentEvent>,
+        failure: Arc<OnceLock<AgentError>>,
+    ) -> Self {
+        Self { receiver, failure }
+    }
+
+    /// The typed failure behind the run's `Error` event: set before that event is queued, so
+    /// a host holding the event can ask what it was (for instance
+    /// [`AgentError::is_stale_resume`]) without waiting for the [`RunTask`](super::RunTask).
+    /// `None` before an `Error` event and for runs that did not fail.
+    pub fn failure(&self) -> Option<&AgentError> {
+        self.failure.get()
     }
 
     /// The next event, `None` once the run is finished and everything was delivered.

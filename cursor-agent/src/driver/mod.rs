@@ -53,6 +53,7 @@ mod events;
 mod handle;
 mod task;
 
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cursor_proto::ir::Conversation;
@@ -103,6 +104,7 @@ pub fn start(
 ) -> (RunHandle, RunEvents, RunTask) {
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
+    let failure = Arc::new(OnceLock::new());
     let task = RunTask::new(task::Driver {
         client,
         origin,
@@ -110,6 +112,8 @@ pub fn start(
         run,
         commands: command_rx,
         events: event_tx,
+        failure: Arc::clone(&failure),
     });
-    (RunHandle::new(command_tx), RunEvents::new(event_rx), task)
+    let events = RunEvents::new(event_rx, failure);
+    (RunHandle::new(command_tx), events, task)
 }

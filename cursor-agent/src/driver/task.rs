@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use tokio::sync::mpsc;
 use super::handle::Command;
 use super::now;
 use crate::error::outcome_of;
-use crate::{AgentEvent, AgentRun};
+use crate::{AgentError, AgentEvent, AgentRun};
 
 /// How long a cleanly finished run waits for the server to end the stream before resetting it.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
@@ -67,6 +68,7 @@ pub(super) struct Driver {
     pub(super) run: AgentRun,
     pub(super) commands: mpsc::UnboundedReceiver<Command>,
     pub(super) events: mpsc::Sender<AgentEvent>,
+    pub(super) failure: Arc<OnceLock<AgentError>>,
 }
 
 /// What the loop has learned about its peers.
@@ -74,6 +76,9 @@ struct Loop {
     run: AgentRun,
     commands: mpsc::UnboundedReceiver<Command>,
     events: mpsc::Sender<AgentEvent>,
+    /// The run's typed failure, set before its `Error` event is queued (read through
+    /// [`RunEvents::failure`](super::RunEvents::failure)).
+    failure: Arc<OnceLock<AgentError>>,
     /// An event taken from the run that the full queue did not take yet: while it waits, the
     /// response is not read (backpressure).
     pending: Option<AgentEvent>,
@@ -92,6 +97,7 @@ impl Driver {
             run: self.run,
             commands: self.commands,
             events: self.events,
+            failure: self.failure,
             pending: None,
             commands_open: true,
             listening: true,
@@ -318,7 +324,14 @@ impl Loop {
                     self.owed = false;
                     self.clean = true;
                 }
-                Event::Error(_) | Event::Aborted => {
+                Event::Error(_) => {
+                    if let Some(failure) = self.run.failure() {
+                        let _ = self.failure.set(failure.clone());
+                    }
+                    self.owed = false;
+                    self.clean = false;
+                }
+                Event::Aborted => {
                     self.owed = false;
                     self.clean = false;
                 }

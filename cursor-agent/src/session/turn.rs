@@ -12,7 +12,6 @@ use cursor_proto::ir::{
     ToolResult, Warning, WarningCode,
 };
 use cursor_transport::{AccessToken, CallKind, RequestHeaders, RequestId};
-use futures::channel::oneshot;
 use futures::stream::{self, BoxStream, Stream, StreamExt as _};
 
 use super::{Inner, ModelChoice, lock};
@@ -55,13 +54,12 @@ impl Stream for TurnEvents {
     }
 }
 
-/// A Run in flight: its commands, its events, the tool calls of the current leg, and its
-/// typed failure once the task ends.
+/// A Run in flight: its commands, its events (and typed failure), the tool calls of the
+/// current leg.
 struct Live {
     handle: RunHandle,
     events: RunEvents,
     pending: Vec<String>,
-    finished: oneshot::Receiver<Option<AgentError>>,
 }
 
 /// What the turn knows across its legs and attempts.
@@ -348,7 +346,7 @@ impl State {
                     }
                     return None;
                 }
-                let failure = (&mut live.finished).await.ok().flatten();
+                let failure = live.events.failure().cloned();
                 if self.may_retry_network(failure.as_ref()) {
                     self.ctx.network_retry_left = false;
                     self.debug(serde_json::json!({
@@ -455,16 +453,13 @@ impl State {
             headers,
             run,
         );
-        let (done, finished) = oneshot::channel();
         (self.shared.spawner)(Box::pin(async move {
-            let run = task.await;
-            let _ = done.send(run.failure().cloned());
+            drop(task.await);
         }));
         Ok(Live {
             handle,
             events,
             pending: Vec::new(),
-            finished,
         })
     }
 
