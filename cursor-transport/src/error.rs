@@ -230,7 +230,7 @@ impl Classify for CursorError {
                 Self::OriginRefused { .. } => NextStep::fix_config(
                     "use an allowlisted origin (https://api2.cursor.sh, an agent host under api5.cursor.sh such as https://agentn.api5.cursor.sh, or loopback http for tests)",
                 ),
-                Self::Canceled => NextStep::host_bug("nothing: the call was canceled on purpose"),
+                Self::Canceled => NextStep::Nothing,
                 Self::Envelope(EnvelopeError::MessageTooLarge { .. }) => {
                     NextStep::fix_input("send a smaller message (see the limit in the message)")
                 }

@@ -96,7 +96,7 @@ pub(crate) async fn abortable<T>(
         () = signal.aborted() => Err(ErrorInfo::new(
             ErrorKind::Local,
             format!("{what} was cancelled"),
-            NextStep::fix_input("nothing: it was cancelled on purpose; start it again when needed"),
+            NextStep::Nothing,
         )),
         result = work => result,
     }
@@ -123,6 +123,23 @@ mod tests {
         assert_eq!(info.kind, ErrorKind::Local);
         assert!(info.message.contains("mapper broke"), "{info}");
         assert_eq!(futures::executor::block_on(catch_panic(async { 7 })), Ok(7));
+    }
+
+    /// A cancel has one next step whichever layer noticed it (pi's abort signal or the
+    /// transport's cancelled call).
+    #[test]
+    fn an_abort_is_a_local_failure_with_the_same_next_step_as_a_cancelled_call() {
+        use cursor_proto::ir::Classify as _;
+        let (abort, signal) = crate::provider::abort_pair();
+        abort.abort();
+        let outcome: Result<(), ErrorInfo> =
+            futures::executor::block_on(abortable(signal, std::future::pending(), "the turn"));
+        let info = outcome.unwrap_err();
+        assert_eq!(info.kind, ErrorKind::Local);
+        assert_eq!(
+            info.next_step,
+            cursor_transport::CursorError::Canceled.next_step()
+        );
     }
 
     #[test]

@@ -99,6 +99,8 @@ pub enum NextStep {
     },
     /// Read the server's message: it says why it refused.
     ReadServerMessage,
+    /// Nothing: the host or the user cancelled on purpose; start again when needed.
+    Nothing,
 }
 
 impl NextStep {
@@ -172,6 +174,9 @@ impl std::fmt::Display for NextStep {
             | Self::HostBug { detail } => f.write_str(detail),
             Self::ReadServerMessage => {
                 f.write_str("the server refused the request; its message says why")
+            }
+            Self::Nothing => {
+                f.write_str("nothing: it was cancelled on purpose; start it again when needed")
             }
         }
     }
