@@ -69,7 +69,6 @@ use cursor_transport::envelope::{Code, ConnectError};
 use cursor_transport::testing::TestServer;
 use http::{HeaderValue, Request, Response, StatusCode, header::CONTENT_TYPE};
 use prost::Message as _;
-use tokio::net::{TcpListener, TcpStream};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -174,12 +173,14 @@ async fn main() -> Result<(), BoxError> {
     let replica = Replica::new();
     let scripted = replica.clone();
     let agent_refreshes = Arc::clone(&refreshes);
-    let builder = TestServer::builder().handler(move |request| {
-        if request.uri().path() == "/replica/script" {
-            return script(&scripted, request.body());
-        }
-        answer(&request, &handler_origin, fail_auth, &agent_refreshes)
-    });
+    let builder = TestServer::builder()
+        .bind(SocketAddr::from(([127, 0, 0, 1], options.port)))
+        .handler(move |request| {
+            if request.uri().path() == "/replica/script" {
+                return script(&scripted, request.body());
+            }
+            answer(&request, &handler_origin, fail_auth, &agent_refreshes)
+        });
     let inference_origin = Arc::clone(&origin);
     let inference_builder = TestServer::builder()
         .handler(move |request| answer(&request, &inference_origin, fail_auth, &refreshes));
@@ -211,12 +212,7 @@ async fn main() -> Result<(), BoxError> {
         });
     }
     let server = replica.listen(builder).await?;
-    let port = if options.port == 0 {
-        server.origin().port()
-    } else {
-        forward(options.port, server.origin().port()).await?
-    };
-    let public = format!("http://127.0.0.1:{port}");
+    let public = server.origin().to_string();
     let _ = origin.set(public.clone());
 
     let mut stdout = std::io::stdout();
@@ -235,26 +231,6 @@ async fn main() -> Result<(), BoxError> {
     drop(server);
     drop(inference);
     Ok(())
-}
-
-/// Listens on the fixed `port` and relays every connection to the server on `inner`.
-async fn forward(port: u16, inner: u16) -> Result<u16, BoxError> {
-    let listener = TcpListener::bind(("127.0.0.1", port)).await?;
-    let bound = listener.local_addr()?.port();
-    let target = SocketAddr::from(([127, 0, 0, 1], inner));
-    tokio::spawn(async move {
-        while let Ok((mut outer, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                if let Ok(mut inner) = TcpStream::connect(target).await {
-                    // Relayed small frames must not wait for delayed ACKs (see TestServer).
-                    let _ = outer.set_nodelay(true);
-                    let _ = inner.set_nodelay(true);
-                    let _ = tokio::io::copy_bidirectional(&mut outer, &mut inner).await;
-                }
-            });
-        }
-    });
-    Ok(bound)
 }
 
 /// What the plain HTTP answers count, shared by both listeners.

@@ -135,3 +135,33 @@ async fn send_http_returns_error_statuses_as_responses() {
     let response = within(client.send_http(request)).await.unwrap();
     assert_eq!(response.status(), 401);
 }
+
+/// A server other processes must find listens where it is told (no TCP relay in front).
+#[tokio::test]
+async fn a_test_server_listens_on_the_address_it_is_given() {
+    // A port that was free a moment ago (the OS does not hand it out again at once).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = TestServer::builder()
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+        .handler(|_| http::Response::new(Bytes::from_static(b"here")))
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(server.addr().port(), port);
+    assert_eq!(
+        server.origin().to_string(),
+        format!("http://127.0.0.1:{port}")
+    );
+    let request = http::Request::builder()
+        .uri(format!("http://127.0.0.1:{port}/anything"))
+        .body(Bytes::new())
+        .unwrap();
+    let response = within(Client::new().unwrap().send_http(request))
+        .await
+        .unwrap();
+    assert_eq!(response.body(), &Bytes::from_static(b"here"));
+}

@@ -28,6 +28,7 @@ pub type Handler = Arc<dyn Fn(Request<Bytes>) -> Response<Bytes> + Send + Sync>;
 pub struct TestServerBuilder {
     max_concurrent_streams: Option<u32>,
     handler: Option<Handler>,
+    bind: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -35,6 +36,7 @@ impl std::fmt::Debug for TestServerBuilder {
         f.debug_struct("TestServerBuilder")
             .field("max_concurrent_streams", &self.max_concurrent_streams)
             .field("handler", &self.handler.is_some())
+            .field("bind", &self.bind)
             .finish()
     }
 }
@@ -56,9 +58,20 @@ impl TestServerBuilder {
         self
     }
 
-    /// Binds `127.0.0.1:0` and starts serving.
+    /// Listens on `addr` instead of a free loopback port (`127.0.0.1:0`), for a server other
+    /// processes must find at a known address. [`TestServer::origin`] names the address
+    /// bound, as loopback `http` (a port of 0 still picks a free one).
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = Some(addr);
+        self
+    }
+
+    /// Binds the chosen address (by default `127.0.0.1:0`) and starts serving.
     pub async fn start(self) -> std::io::Result<TestServer> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = self
+            .bind
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (calls_tx, calls) = mpsc::unbounded_channel();
         let stats = Arc::new(Stats::default());
