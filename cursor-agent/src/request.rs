@@ -5,15 +5,47 @@ use cursor_proto::agent::v1::{
     McpTools, RequestedModel, SelectedContext, SelectedImage, UserMessage, UserMessageAction,
     conversation_action::Action,
 };
+use cursor_proto::checkpoint::ResumeOverlay;
 use cursor_proto::ir::{Conversation, Image, Message, UserContent};
 use cursor_proto::selected_context_blob::SelectedContextBlob;
 use prost::Message as _;
 
 use crate::blobs::BlobStore;
 use crate::ids::IdSource;
-use crate::resume::ResumeSeed;
 use crate::root_prompt::{self, joined_user_text};
 use crate::{AgentError, RunConfig, mcp};
+
+/// The checkpoint and options a resumed Run opens with.
+#[derive(Clone, Debug)]
+pub(crate) struct ResumeSeed {
+    checkpoint: Vec<u8>,
+    pub(crate) send_mcp_tools: bool,
+}
+
+impl ResumeSeed {
+    pub(crate) fn new(checkpoint: Vec<u8>, send_mcp_tools: bool) -> Self {
+        Self {
+            checkpoint,
+            send_mcp_tools,
+        }
+    }
+
+    /// The checkpoint with the current rules appended to the root prompt and the workspace and
+    /// host name replaced, every other field kept byte for byte.
+    pub(crate) fn overlay(
+        &self,
+        rules_ids: &[Vec<u8>],
+        config: &RunConfig,
+    ) -> Result<Vec<u8>, AgentError> {
+        ResumeOverlay {
+            appended_root_prompt_ids: rules_ids,
+            workspace_uris: &config.workspace_uris,
+            client_name: &config.profile.host_name,
+        }
+        .apply(&self.checkpoint)
+        .map_err(|e| AgentError::UnusableCheckpoint(e.to_string()))
+    }
+}
 
 /// What the Run asks: the trailing user message, or (after a stale resume whose turn already
 /// ran tools) to continue from the tool results that end the transcript.

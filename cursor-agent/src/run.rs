@@ -25,7 +25,7 @@ use crate::ids::IdSource;
 use crate::intent::Intent;
 use crate::policy::{Decision, ExecArm, Refusal, decide};
 use crate::redirect::Redirector;
-use crate::resume::ResumeSeed;
+use crate::request::ResumeSeed;
 use crate::text_window::TextWindow;
 use crate::translate::{self, Translation};
 use crate::{AgentError, AgentEvent, RunConfig, StreamOutcome, frames, interaction, mcp};

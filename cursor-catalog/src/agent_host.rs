@@ -8,28 +8,7 @@ use cursor_proto::aiserver::v1::GetServerConfigResponse;
 use cursor_transport::Origin;
 
 use crate::error::CatalogError;
-
-/// Where an agent origin came from.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AgentOriginSource {
-    /// An explicit override from the caller (a host's setting).
-    Override,
-    /// `GetServerConfig`, live or from the snapshot.
-    Discovered,
-    /// Nothing discovered yet: the documented default ([`Origin::default_agent`]).
-    Default,
-}
-
-impl std::fmt::Display for AgentOriginSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Override => "the override",
-            Self::Discovered => "GetServerConfig",
-            Self::Default => "the built-in default",
-        })
-    }
-}
+use crate::origin_source::AgentOriginSource;
 
 /// An agent origin and where it came from.
 #[non_exhaustive]

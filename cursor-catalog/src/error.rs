@@ -3,7 +3,8 @@
 use cursor_proto::ir::{Classify, ErrorInfo, ErrorKind, NextStep};
 use cursor_transport::CursorError;
 
-use crate::{level::ThinkingLevel, rpc::Rpc, usage::UsageRpc};
+use crate::origin_source::AgentOriginSource;
+use crate::{level::ThinkingLevel, rpc::Rpc, rpc::UsageRpc};
 
 /// A catalog failure: what went wrong, its [`ErrorKind`] and the user's next step.
 #[non_exhaustive]
@@ -64,7 +65,7 @@ pub enum CatalogError {
         /// The origin as given.
         origin: String,
         /// Where it came from.
-        from: crate::agent_host::AgentOriginSource,
+        from: AgentOriginSource,
         /// The transport's refusal.
         #[source]
         source: CursorError,
@@ -91,7 +92,7 @@ impl Classify for CatalogError {
             }
             Self::AgentOriginRefused { from, .. } => match from {
                 // Cursor naming a host we do not know is drift; a user override is local.
-                crate::agent_host::AgentOriginSource::Discovered => ErrorKind::ProtocolDrift,
+                AgentOriginSource::Discovered => ErrorKind::ProtocolDrift,
                 _ => ErrorKind::Local,
             },
         }
@@ -108,7 +109,7 @@ impl Classify for CatalogError {
                 "nothing: the stale snapshot is ignored and replaced by the next online refresh",
             ),
             Self::AgentOriginRefused { from, .. } => match from {
-                crate::agent_host::AgentOriginSource::Override => NextStep::fix_config(
+                AgentOriginSource::Override => NextStep::fix_config(
                     "set the agent origin override to https://agentn.api5.cursor.sh (or another agent host under api5.cursor.sh), or unset it",
                 ),
                 _ => NextStep::UpdateCrates,
@@ -161,7 +162,6 @@ fn list_levels(levels: &[ThinkingLevel]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent_host::AgentOriginSource;
 
     #[test]
     fn rpc_failures_keep_the_transport_classification() {

@@ -64,6 +64,7 @@ mod family;
 pub mod fuzzing;
 mod level;
 mod mapping;
+mod origin_source;
 mod row;
 mod rpc;
 mod snapshot;
@@ -76,20 +77,19 @@ mod warning;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
-pub use agent_host::{
-    AgentOrigin, AgentOriginSource, agent_origin_from_server_config, resolve_agent_origin,
-};
+pub use agent_host::{AgentOrigin, agent_origin_from_server_config, resolve_agent_origin};
 pub use catalog::Catalog;
 pub use discovery::discover;
 pub use error::CatalogError;
 pub use level::ThinkingLevel;
 pub use mapping::{Mapped, map_roster};
+pub use origin_source::AgentOriginSource;
 pub use row::{
     DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_TOKENS, InputKind, MaxMode, ModelCost, ModelRow,
 };
-pub use rpc::{CatalogRpc, Rpc, TransportCatalogRpc, available_models_request};
+pub use rpc::{CatalogRpc, Rpc, TransportCatalogRpc, UsageRpc, available_models_request};
 pub use snapshot::{SNAPSHOT_VERSION, Snapshot};
 pub use static_table::static_catalog;
 pub use store::{CatalogStore, DEFAULT_TTL_MS, RefreshOptions, RefreshOutcome, RefreshReport};
-pub use usage::{AccountUsage, UsageRpc, UsageRpcs, fetch_usage};
+pub use usage::{AccountUsage, UsageRpcs, fetch_usage};
 pub use warning::{CatalogSource, CatalogWarning};

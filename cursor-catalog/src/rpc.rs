@@ -235,3 +235,45 @@ mod tests {
         }
     }
 }
+
+/// One of the usage RPCs.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UsageRpc {
+    /// `aiserver.v1.DashboardService/GetCurrentPeriodUsage`: the period's spend and limits.
+    GetCurrentPeriodUsage,
+    /// `aiserver.v1.DashboardService/GetPlanInfo`: the plan's name and price.
+    GetPlanInfo,
+}
+
+impl UsageRpc {
+    /// Every usage RPC.
+    pub const ALL: [Self; 2] = [Self::GetCurrentPeriodUsage, Self::GetPlanInfo];
+
+    /// The method name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::GetCurrentPeriodUsage => "GetCurrentPeriodUsage",
+            Self::GetPlanInfo => "GetPlanInfo",
+        }
+    }
+
+    /// The HTTP path on `api2.cursor.sh`.
+    pub const fn path(self) -> &'static str {
+        match self {
+            Self::GetCurrentPeriodUsage => "/aiserver.v1.DashboardService/GetCurrentPeriodUsage",
+            Self::GetPlanInfo => "/aiserver.v1.DashboardService/GetPlanInfo",
+        }
+    }
+
+    /// The RPC a request path names, as a server sees it.
+    pub fn from_path(path: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|rpc| rpc.path() == path)
+    }
+}
+
+impl std::fmt::Display for UsageRpc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

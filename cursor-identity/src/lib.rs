@@ -56,6 +56,7 @@ mod digest;
 mod error;
 mod identity;
 mod mac;
+mod os;
 mod platform;
 mod source;
 
@@ -65,5 +66,5 @@ pub use command::{
 };
 pub use error::IdentityError;
 pub use identity::{HostIdentity, IdentityCache, host_identity, resolve};
-pub use platform::Platform;
+pub use os::Platform;
 pub use source::{HostSource, SystemSource};

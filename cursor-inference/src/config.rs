@@ -2,7 +2,16 @@
 
 use std::time::Duration;
 
-use crate::{FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceError, RUN_READY_TIMEOUT};
+use crate::InferenceError;
+
+/// How long the server may take to answer the run request with `run_ready` (the default of
+/// [`InferenceTimers::run_ready`](crate::InferenceTimers::run_ready)).
+pub const RUN_READY_TIMEOUT: Duration = Duration::from_secs(65);
+/// How long the model may take to produce its first token after the invocation.
+pub const FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the stream may stay without a work frame once tokens flow. Heartbeats do not
+/// count: they prove the connection, not progress.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The longest any watchdog may be: past an hour is a unit mistake, not a wish.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);

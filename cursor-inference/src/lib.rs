@@ -81,6 +81,9 @@ mod tool_calls;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
-pub use config::{InferenceConfig, InferenceTimers, MAX_TIMEOUT, fresh_id};
+pub use config::{
+    FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceConfig, InferenceTimers, MAX_TIMEOUT,
+    RUN_READY_TIMEOUT, fresh_id,
+};
 pub use error::{InferenceError, StreamRefusal};
-pub use run::{FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceRun, RUN_READY_TIMEOUT};
+pub use run::InferenceRun;

@@ -1,7 +1,7 @@
 //! `InferenceRun`: one turn on RunInference as a sans-IO state machine.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cursor_proto::aiserver::v1::{
     InferenceStreamError, InferenceStreamErrorType, RunInferenceCancelInvocation,
@@ -18,15 +18,6 @@ use crate::error::StreamRefusal;
 use crate::shape::{self, Shape};
 use crate::tool_calls::ToolCallAssembler;
 use crate::{InferenceConfig, InferenceError, request};
-
-/// How long the server may take to answer the run request with `run_ready` (the default of
-/// [`InferenceTimers::run_ready`](crate::InferenceTimers::run_ready)).
-pub const RUN_READY_TIMEOUT: Duration = Duration::from_secs(65);
-/// How long the model may take to produce its first token after the invocation.
-pub const FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long the stream may stay without a work frame once tokens flow. Heartbeats do not
-/// count: they prove the connection, not progress.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Where the turn stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

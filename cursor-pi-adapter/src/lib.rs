@@ -18,4 +18,5 @@ pub mod compat;
 #[cfg(feature = "node")]
 #[cfg_attr(docsrs, doc(cfg(feature = "node")))]
 pub mod node;
+mod pi_words;
 pub mod provider;

@@ -16,6 +16,5 @@ mod store;
 
 pub use fingerprint::{Fingerprint, ToolsetKey};
 pub use handle::{HANDLE_FORMAT_VERSION, Handle, HandleFileError};
-pub(crate) use plan::ResumeSeed;
 pub use plan::{Plan, ResumePlanner, RunLabel, StaleReason};
 pub use store::{HandleRepository, HandleStore, Loaded, StoreError, StoreWarning};

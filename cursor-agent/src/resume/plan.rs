@@ -4,13 +4,13 @@
 use std::time::Instant;
 
 use cursor_proto::agent::v1::ConversationStateStructure;
-use cursor_proto::checkpoint::ResumeOverlay;
 use cursor_proto::ir::Conversation;
 use prost::Message as _;
 use sha2::{Digest, Sha256};
 
 use super::fingerprint::{Fingerprint, ToolsetKey};
 use super::handle::Handle;
+use crate::request::ResumeSeed;
 use crate::root_prompt::history_of;
 use crate::{AgentError, AgentRun, BlobStore, IdSeed, RunConfig};
 
@@ -49,31 +49,6 @@ pub enum StaleReason {
     /// A tool round of the remote conversation was abandoned while the backend waited for its
     /// results ([`Handle::awaiting_tool_results`]); resuming it would stall.
     AbandonedToolRound,
-}
-
-/// The checkpoint and options a resumed Run opens with.
-#[derive(Clone, Debug)]
-pub(crate) struct ResumeSeed {
-    checkpoint: Vec<u8>,
-    pub(crate) send_mcp_tools: bool,
-}
-
-impl ResumeSeed {
-    /// The checkpoint with the current rules appended to the root prompt and the workspace and
-    /// host name replaced, every other field kept byte for byte.
-    pub(crate) fn overlay(
-        &self,
-        rules_ids: &[Vec<u8>],
-        config: &RunConfig,
-    ) -> Result<Vec<u8>, AgentError> {
-        ResumeOverlay {
-            appended_root_prompt_ids: rules_ids,
-            workspace_uris: &config.workspace_uris,
-            client_name: &config.profile.host_name,
-        }
-        .apply(&self.checkpoint)
-        .map_err(|e| AgentError::UnusableCheckpoint(e.to_string()))
-    }
 }
 
 /// A planned Run: resume or rebuild, with everything needed to open it.
@@ -244,10 +219,7 @@ impl ResumePlanner {
             label: RunLabel::Resume,
             config,
             blobs,
-            seed: Some(ResumeSeed {
-                checkpoint: handle.checkpoint,
-                send_mcp_tools,
-            }),
+            seed: Some(ResumeSeed::new(handle.checkpoint, send_mcp_tools)),
             stale: None,
             reset: false,
         }

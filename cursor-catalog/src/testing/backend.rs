@@ -17,8 +17,8 @@ use prost::Message as _;
 
 use super::roster::FixtureRoster;
 use super::usage::FixtureUsage;
+use crate::rpc::UsageRpc;
 use crate::rpc::{Rpc, TransportCatalogRpc};
-use crate::usage::UsageRpc;
 
 /// The bearer token [`FixtureBackend::rpc`] sends.
 pub const FIXTURE_TOKEN: &str = "fixture-access-token";

@@ -2,7 +2,7 @@
 
 use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, StopReason, ToolCall, Usage};
 
-use crate::provider::for_pi;
+use crate::pi_words::for_pi;
 use serde_json::{Value, json};
 
 use super::ModelInfo;

@@ -2,8 +2,7 @@
 
 use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
 
-/// The environment variable that picks the channel.
-pub const CHANNEL_ENV: &str = "CURSOR_PROVIDER_CHANNEL";
+use super::CHANNEL_ENV;
 
 /// A Cursor channel. The choice is explicit: a failure on one never falls back to the other.
 #[non_exhaustive]

@@ -74,13 +74,11 @@ mod backend;
 mod catalog;
 mod channel;
 mod doctor;
-mod error_text;
 mod headless;
 mod inference;
 mod models;
 mod orchestrator;
 mod profile;
-mod retry_words;
 #[cfg(test)]
 mod test_env;
 mod turn;
@@ -88,15 +86,18 @@ mod turn_log;
 mod unavailable;
 mod usage;
 
+pub use crate::pi_words::CHANNEL_ENV;
+pub use crate::pi_words::{
+    LOGIN_NEXT_STEP, PiError, for_pi, is_transient, pi_next_step, pi_would_retry,
+};
 pub use abort::{AbortHandle, AbortSignal, abort_pair};
 pub use agent::{AgentChannel, Sessions, Spawner};
 pub use api_origin::{API_ORIGIN_ENV, api_origin, api_origin_from_env, auth_config};
 pub use auth::{CursorOAuth, api_key};
 pub use backend::Channel;
 pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
-pub use channel::{CHANNEL_ENV, ChannelKind};
+pub use channel::ChannelKind;
 pub use doctor::{DoctorInput, diagnose, doctor_text};
-pub use error_text::{PiError, for_pi, is_transient, pi_next_step, pi_would_retry};
 pub use headless::{ACCESS_TOKEN_ENV, HeadlessTokens, REFRESH_TOKEN_ENV};
 pub use inference::InferenceChannel;
 pub use models::{pi_model, pi_models};
@@ -115,6 +116,3 @@ pub const PROVIDER_ID: &str = "cursor";
 
 /// The API name the provider registers, so pi routes its models to this provider's stream.
 pub const API: &str = "cursor-agent";
-
-/// The next step of every authentication failure.
-pub const LOGIN_NEXT_STEP: &str = "run /login cursor";
