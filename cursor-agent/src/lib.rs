@@ -135,6 +135,7 @@ mod root_prompt;
 mod run;
 mod shell;
 mod text_window;
+mod trace;
 mod translate;
 mod usage;
 

@@ -27,6 +27,7 @@ use crate::policy::{Decision, ExecArm, Refusal, decide};
 use crate::redirect::Redirector;
 use crate::request::ResumeSeed;
 use crate::text_window::TextWindow;
+use crate::trace;
 use crate::translate::{self, Translation};
 use crate::{AgentError, AgentEvent, RunConfig, StreamOutcome, frames, interaction, mcp};
 use crate::{ranking, request, usage};
@@ -92,6 +93,8 @@ pub struct AgentRun {
     input: Input,
     /// The served model the server last named (`routed_model`), reported once per change.
     routed_model: Option<String>,
+    /// This Run's `tracing` span (see [`span`](Self::span)).
+    span: tracing::Span,
 }
 
 /// How the host feeds the response body: the drain contract allows one way per Run.
@@ -148,6 +151,8 @@ struct PendingCall {
     /// Set for a translated native exec: how to encode the host's result back.
     translation: Option<Box<Translation>>,
     issued_at: Instant,
+    /// The exec's span, open until the host's result is sent.
+    span: tracing::Span,
 }
 
 impl AgentRun {
@@ -202,6 +207,7 @@ impl AgentRun {
         transmits.push_back(frames::client(
             wire::agent_client_message::Message::RunRequest(opening.request),
         ));
+        let span = trace::run_span(&conversation_id, &config.model, seed.is_some());
         let mut events = EventQueue::default();
         if reset {
             events.push(AgentEvent::Ir(Event::Reset));
@@ -238,11 +244,19 @@ impl AgentRun {
             failure: None,
             body: Decoder::new(Compression::Identity),
             input: Input::Unset,
+            span,
             routed_model: None,
         })
     }
 
     // ---- getters ----------------------------------------------------------------------------
+
+    /// This Run's `tracing` span (`cursor_agent.run`: conversation id, model, whether it
+    /// resumed, and its outcome once finished); each exec request opens a child span. The
+    /// driver runs under it; a sans-IO caller can enter it around its own I/O.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
 
     /// The remote conversation id this Run sent (minted when the config had none).
     pub fn conversation_id(&self) -> &str {
@@ -624,6 +638,7 @@ impl AgentRun {
         let root = translate::workspace_root(&self.config.workspace_uris);
         for call in answered {
             let result = results.iter().find(|r| r.tool_call_id == call.tool_call_id);
+            call.span.record("answered", result.is_some());
             if let Some(translation) = &call.translation {
                 let replies = match result {
                     Some(result) => {
@@ -697,6 +712,7 @@ impl AgentRun {
         self.deferred.clear();
         self.events.push(AgentEvent::Ir(Event::Aborted));
         self.phase = Phase::Finished;
+        self.span.record("outcome", "cancelled");
     }
 
     // ---- internals --------------------------------------------------------------------------
@@ -953,6 +969,13 @@ impl AgentRun {
         // The model did the right thing: the loop guard starts over.
         self.misses = 0;
         let call = mcp::tool_call(args, &name, format!("exec-{id}"));
+        let span = self.audit(
+            id,
+            ExecArm::Mcp,
+            ExecOutcome::HostToolCall {
+                tool_call_id: call.id.clone(),
+            },
+        );
         self.pending.push(PendingCall {
             id,
             exec_id,
@@ -960,14 +983,8 @@ impl AgentRun {
             yielded: false,
             translation: None,
             issued_at: now,
+            span,
         });
-        self.audit(
-            id,
-            ExecArm::Mcp,
-            ExecOutcome::HostToolCall {
-                tool_call_id: call.id.clone(),
-            },
-        );
         self.emit(Event::ToolCall(call))?;
         if self.phase == Phase::Streaming {
             self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
@@ -997,7 +1014,7 @@ impl AgentRun {
             translation.tool.clone(),
             translation.arguments.clone(),
         );
-        self.audit(
+        let span = self.audit(
             id,
             arm,
             ExecOutcome::Translated {
@@ -1012,6 +1029,7 @@ impl AgentRun {
             yielded: false,
             translation: Some(Box::new(translation)),
             issued_at: now,
+            span,
         });
         if self.exec_heartbeat_at.is_none() {
             self.exec_heartbeat_at = Some(now + self.config.timers.exec_heartbeat_interval);
@@ -1114,9 +1132,13 @@ impl AgentRun {
         }
     }
 
-    fn audit(&mut self, id: u32, arm: ExecArm, outcome: ExecOutcome) {
+    /// Queues the audit record of an answered exec and opens its span (closed when the
+    /// returned span is dropped: at once, or when the host's result is sent).
+    fn audit(&mut self, id: u32, arm: ExecArm, outcome: ExecOutcome) -> tracing::Span {
+        let span = trace::exec_span(&self.span, id, arm, &outcome);
         self.events
             .push(AgentEvent::Exec(ExecAudit { id, arm, outcome }));
+        span
     }
 
     /// Queues a host event, or holds it for the next leg while the host runs tools.
@@ -1155,6 +1177,7 @@ impl AgentRun {
         }
         self.events.push(AgentEvent::Ir(Event::Done { reason }));
         self.phase = Phase::Finished;
+        self.span.record("outcome", "done");
     }
 
     fn push_usage(&mut self) {
@@ -1183,6 +1206,7 @@ impl AgentRun {
     /// already ended, so the failure waits for the host's next call.
     fn fail(&mut self, error: AgentError) {
         let info = ErrorInfo::from(error.clone());
+        self.span.record("outcome", info.kind.as_str());
         self.failure = Some(error);
         self.transmits.clear();
         self.deferred.clear();

@@ -13,6 +13,7 @@ use cursor_transport::envelope::Compression;
 use cursor_transport::{BidiCall, Client, CursorError, Origin, RequestHeaders};
 use futures::FutureExt as _;
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use super::handle::Command;
 use super::now;
@@ -40,8 +41,10 @@ pub struct RunTask {
 
 impl RunTask {
     pub(super) fn new(driver: Driver) -> Self {
+        // The transport's own events nest under the Run's span.
+        let span = driver.run.span().clone();
         Self {
-            inner: Box::pin(driver.drive()),
+            inner: Box::pin(driver.drive().instrument(span)),
         }
     }
 }
