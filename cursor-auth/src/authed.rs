@@ -76,6 +76,11 @@ impl<C: HttpClient, K: Clock> AuthedClient<C, K> {
     }
 
     /// An access token that is not due for refresh, refreshing first if it is.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe for the stored credentials: they are replaced only once a refresh completed.
+    /// A refresh dropped after Cursor answered is lost like [`refresh`](crate::refresh)'s.
     pub async fn access_token(&self) -> Result<AccessToken, AuthError> {
         let current = self.credentials();
         if !current.is_expired(self.clock.unix_time_ms()) {
@@ -86,6 +91,11 @@ impl<C: HttpClient, K: Clock> AuthedClient<C, K> {
 
     /// Runs `attempt` with a valid token; on [`Attempt::Unauthorized`] refreshes once and
     /// runs it once more. Errors of `attempt` pass through untouched.
+    ///
+    /// # Cancel safety
+    ///
+    /// As cancel-safe as `attempt` and [`access_token`](Self::access_token): a dropped call may
+    /// have run `attempt` once or twice.
     pub async fn with_refresh<T, E, F, Fut>(&self, mut attempt: F) -> Result<T, E>
     where
         E: From<AuthError>,
@@ -105,6 +115,11 @@ impl<C: HttpClient, K: Clock> AuthedClient<C, K> {
 
     /// Sends the request `build` makes for a token; a 401 answer is refreshed and replayed
     /// once. Every other answer is returned as it came.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the request in flight: the server may or may not have acted on
+    /// it. The stored credentials stay consistent (see [`access_token`](Self::access_token)).
     pub async fn send<B>(&self, build: B) -> Result<http::Response<Bytes>, AuthError>
     where
         B: Fn(&AccessToken) -> http::Request<Bytes>,

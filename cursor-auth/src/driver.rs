@@ -8,6 +8,11 @@ use crate::{AuthConfig, AuthError, Clock, Credentials, HttpClient};
 /// in the browser, Cursor refuses, or [`AuthConfig::login_timeout`] passes.
 ///
 /// Dropping the future abandons the attempt (that is how a host's cancel reaches it).
+///
+/// # Cancel safety
+///
+/// Cancel-safe: dropping the future abandons the sign-in attempt and leaves nothing behind;
+/// start a new login to try again.
 pub async fn login<C, K>(
     client: &C,
     clock: &K,
@@ -38,6 +43,12 @@ where
 }
 
 /// Exchanges `credentials`' refresh token for a new access token.
+///
+/// # Cancel safety
+///
+/// Not resumable: a dropped refresh may have been answered by Cursor already. When Cursor
+/// rotates the refresh token, the new one is lost with the dropped future and the old one may
+/// no longer work; keep the future to completion if the credentials matter.
 pub async fn refresh<C, K>(
     client: &C,
     clock: &K,

@@ -13,6 +13,10 @@ use crate::{
 ///
 /// The first failing call (in that order) is the error; a reply that does not decode surfaces as
 /// [`cursor_proto::ir::ErrorKind::ProtocolDrift`].
+///
+/// # Cancel safety
+///
+/// Cancel-safe: read-only calls; dropping the future drops them and changes nothing.
 pub async fn discover<R: CatalogRpc + ?Sized>(rpc: &R) -> Result<Mapped, CatalogError> {
     let (available, usable, default) = futures::join!(
         rpc.available_models(available_models_request()),

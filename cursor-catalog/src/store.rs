@@ -220,6 +220,11 @@ impl CatalogStore {
     /// Brings the catalog up to date unless it is fresh: the three catalog calls and
     /// `GetServerConfig` go out concurrently. On failure the catalog in effect stays and the
     /// report says why; the agent origin is updated whenever `GetServerConfig` answered.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the store changes only after every call answered, so a dropped refresh
+    /// leaves the catalog in effect as it was.
     pub async fn refresh<R: CatalogRpc + ?Sized>(
         &mut self,
         rpc: &R,

@@ -121,6 +121,10 @@ impl AccountUsage {
 ///
 /// [`CatalogError::Usage`] for the first call that failed, classified by the transport; and
 /// protocol drift when the period ends before it starts.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: read-only calls; dropping the future drops them and changes nothing.
 pub async fn fetch_usage<R: UsageRpcs + ?Sized>(rpc: &R) -> Result<AccountUsage, CatalogError> {
     let (usage, plan) = futures::join!(
         rpc.current_period_usage(GetCurrentPeriodUsageRequest::default()),

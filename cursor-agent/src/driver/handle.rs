@@ -35,6 +35,12 @@ impl RunHandle {
     /// stream. See [`AgentRun::submit_tool_results`](crate::AgentRun::submit_tool_results) for
     /// the errors; a run that is already over answers
     /// [`AgentError::NotAwaitingTools`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe as far as the run goes: once called, the results reach the run whether or not
+    /// the returned future is polled further; dropping it only loses the answer (the run's next
+    /// events still follow).
     pub async fn submit_tool_results(&self, results: Vec<ToolResult>) -> Result<(), AgentError> {
         let (reply, answer) = oneshot::channel();
         self.commands

@@ -157,7 +157,7 @@ impl Loop {
                     }
                     // Chunks already received go in before the events go out, so deltas
                     // that arrived together reach the host as one (bounded, so commands and
-                    // timers stay prompt). `recv_data` is cancel-safe once the head is in.
+                    // timers stay prompt). `recv_data` is cancel-safe.
                     for _ in 1..MAX_BURST {
                         if self.run.is_finished() || burst >= MAX_BURST_BYTES {
                             break;
@@ -204,9 +204,8 @@ impl Loop {
         }
     }
 
-    /// Waits for the response head without dropping the wait (the transport's first receive is
-    /// not cancel-safe); frames queued meanwhile are written once it arrived. Returns false
-    /// when the head was an error.
+    /// Waits for the response head while applying commands and timers; frames queued
+    /// meanwhile are written once it arrived. Returns false when the head was an error.
     async fn await_response_head(&mut self, call: &mut BidiCall) -> bool {
         let head = async { call.response_headers().await.map(|_| ()) };
         match self.until(head).await {

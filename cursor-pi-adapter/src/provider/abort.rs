@@ -42,6 +42,10 @@ impl AbortSignal {
     }
 
     /// Completes when the turn is aborted; never, if the handle is dropped first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only watches the signal.
     pub async fn aborted(&mut self) {
         if self.0.wait_for(|aborted| *aborted).await.is_err() {
             std::future::pending::<()>().await;

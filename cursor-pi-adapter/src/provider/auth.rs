@@ -50,6 +50,10 @@ impl CursorOAuth {
     /// # Errors
     ///
     /// The classified failure (timeout, refusal, network) with its next step.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future abandons the sign-in; nothing is stored.
     pub async fn login(&self, on_url: impl FnOnce(&str)) -> Result<String, ErrorInfo> {
         let credentials = cursor_auth::login(
             self.http.as_ref(),
@@ -68,6 +72,10 @@ impl CursorOAuth {
     /// # Errors
     ///
     /// A malformed entry, a refused refresh (next step `/login cursor`), or a network failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not resumable: see [`cursor_auth::refresh`]; a dropped call may lose a rotated refresh token.
     pub async fn refresh(&self, credentials_json: &str) -> Result<String, ErrorInfo> {
         let credentials = parse(credentials_json)?;
         let refreshed = cursor_auth::refresh(
@@ -88,6 +96,10 @@ impl CursorOAuth {
     /// # Errors
     ///
     /// The classified refresh failure (a refused refresh asks for `/login cursor`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not resumable: see [`cursor_auth::refresh`].
     pub async fn refresh_access(&self, access: &str, refresh: &str) -> Result<String, ErrorInfo> {
         let credentials = Credentials::new(access, refresh, 0);
         let refreshed = cursor_auth::refresh(

@@ -27,6 +27,10 @@ pub struct CatalogRefresh {
 /// table) and refreshes it through `rpc` unless it is still fresh (`force` refreshes anyway).
 /// A failed discovery keeps serving what was there, with a warning: the list never empties
 /// because the network is down.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: nothing is persisted here; the caller stores the returned snapshot.
 pub async fn refresh_catalog<R: CatalogRpc + ?Sized>(
     rpc: &R,
     persisted: Option<Value>,

@@ -51,6 +51,10 @@ pub struct DoctorInput<'a> {
 ///
 /// Tokens never appear (only whether they exist and when they expire), and the host identity
 /// is shown as the first eight hex digits of its hash.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: read-only checks.
 pub async fn diagnose<C: HttpClient + ?Sized>(client: &C, input: DoctorInput<'_>) -> Value {
     json!({
         "provider": {

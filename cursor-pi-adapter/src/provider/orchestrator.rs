@@ -66,6 +66,12 @@ impl Provider {
     /// [`TurnOptions`] object. Exactly one `done` or `error` event is emitted last, whatever
     /// happens: malformed input becomes an `error` before `start`, an `abort` becomes an
     /// `error` with reason `aborted`, and a channel that stops early becomes an `error`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future ends the turn without its final `done` or `error` event (the Run is
+    /// cancelled, its stream reset); to stop a turn and still get the `aborted` error, fire the
+    /// [`AbortSignal`]'s handle instead.
     pub async fn stream(
         &self,
         model_json: &str,
@@ -81,6 +87,10 @@ impl Provider {
 
     /// Like [`stream`](Self::stream), but each event carries a `patch` for the binding's live
     /// message instead of a snapshot ([`EventMapper::with_patches`]): O(1) per event.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`stream`](Self::stream).
     pub async fn stream_patched(
         &self,
         model_json: &str,

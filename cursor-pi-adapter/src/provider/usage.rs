@@ -48,6 +48,10 @@ pub fn usage_token(
 ///
 /// The classified failure of the first call that failed (network, auth, remote refusal,
 /// drift), as the catalog's discovery would report it.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: read-only calls.
 pub async fn account_usage<R: UsageRpcs + ?Sized>(
     rpc: &R,
     now_ms: u64,

@@ -103,6 +103,11 @@ impl BidiCall {
     }
 
     /// Sends one message (already serialized protobuf bytes).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel-safe: a dropped send may have written part of the message, and the stream then
+    /// carries a torn envelope. After dropping one, [`cancel`](Self::cancel) the call.
     pub async fn send(&mut self, message: &[u8]) -> Result<(), CursorError> {
         match self.state {
             CallState::Canceled => return Err(CursorError::Canceled),
@@ -132,6 +137,10 @@ impl BidiCall {
     }
 
     /// Serializes and sends one protobuf message.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`send`](Self::send): not cancel-safe.
     pub async fn send_message<M: prost::Message>(
         &mut self,
         message: &M,
@@ -152,6 +161,10 @@ impl BidiCall {
     }
 
     /// The response headers, waiting for them if needed. A non-200 status is an error here.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the response future and a refusal's partly read body stay in the call.
     pub async fn response_headers(&mut self) -> Result<&HeaderMap, CursorError> {
         self.ensure_open().await?;
         self.headers
@@ -163,6 +176,11 @@ impl BidiCall {
     ///
     /// An error ends the call (the stream is reset unless the server already ended it); later
     /// calls return a local error rather than repeat it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: received bytes wait in the call's decoder, so a dropped call loses no
+    /// message (use it in `select!`).
     pub async fn recv(&mut self) -> Result<Option<Bytes>, CursorError> {
         self.read_as(Reading::Messages)?;
         if let Some(settled) = self.settled() {
@@ -217,7 +235,12 @@ impl BidiCall {
     /// end-of-stream frame, which such a caller reads itself (a body that ends without one is
     /// protocol drift). Use either `recv` or `recv_data` on one call, not both.
     ///
-    /// Like `recv`, an error ends the call, and it is cancel-safe once the response head is in.
+    /// Like `recv`, an error ends the call.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a chunk is returned in the poll that takes it from the stream; the response
+    /// head wait is cancel-safe too.
     pub async fn recv_data(&mut self) -> Result<Option<Bytes>, CursorError> {
         self.read_as(Reading::Chunks)?;
         if let Some(settled) = self.settled() {
@@ -249,6 +272,10 @@ impl BidiCall {
     }
 
     /// Receives and decodes the next protobuf message.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as [`recv`](Self::recv).
     pub async fn recv_message<M: prost::Message + Default>(
         &mut self,
     ) -> Result<Option<M>, CursorError> {

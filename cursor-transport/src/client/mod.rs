@@ -94,6 +94,11 @@ impl Client {
     /// [`BidiCall::recv`] (so a 401 surfaces there). Message compression follows the
     /// `connect-content-encoding` of `headers`, except on [`AGENT_RUN_PATH`], which is always
     /// sent uncompressed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it resolves abandons the request; once it resolved, the
+    /// [`BidiCall`] owns the stream (dropping it resets the stream).
     pub async fn bidi(
         &self,
         origin: &Origin,
@@ -118,6 +123,11 @@ impl Client {
 
     /// A unary Connect call: `body` is the serialized request, the result the serialized
     /// response. A non-200 answer is classified from its status and JSON body.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future resets the request's stream; the server may or may not have acted
+    /// on it.
     pub async fn unary(
         &self,
         origin: &Origin,
@@ -156,6 +166,10 @@ impl Client {
     }
 
     /// A unary call with prost messages on both sides.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`unary`](Self::unary).
     pub async fn unary_message<Req, Resp>(
         &self,
         origin: &Origin,
@@ -177,6 +191,10 @@ impl Client {
     /// A plain HTTP/2 request and its whole response, for endpoints outside Connect (login,
     /// token refresh). The URI must be absolute and on the allowlist. The status is returned
     /// as is: only transport failures are errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`unary`](Self::unary).
     pub async fn send_http(&self, request: Request<Bytes>) -> Result<Response<Bytes>, CursorError> {
         let origin = Origin::from_uri(request.uri())?;
         let (parts, body) = request.into_parts();
