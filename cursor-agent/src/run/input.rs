@@ -1,0 +1,378 @@
+//! What the server sent: response head, body bytes, frames (hot path and general), interaction
+//! updates, KV blob requests, and the end of the stream.
+
+use super::*;
+
+impl AgentRun {
+    /// One decoded server frame.
+    ///
+    /// A Run takes body bytes ([`handle_server_data`](Self::handle_server_data)) or frames,
+    /// never both: frames after body bytes fail the Run as [`AgentError::HostMisuse`].
+    pub fn handle_server_message(&mut self, message: AgentServerMessage, now: Instant) {
+        if self.admit(Input::Frames) {
+            self.on_message(message, now);
+        }
+    }
+
+    pub(super) fn on_message(&mut self, message: AgentServerMessage, now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        if let Err(error) = self.dispatch(message, now) {
+            self.fail(error);
+        }
+    }
+
+    /// One server frame's protobuf bytes (an undecodable frame is protocol drift).
+    ///
+    /// Frames after body bytes fail the Run as [`AgentError::HostMisuse`], as for
+    /// [`handle_server_message`](Self::handle_server_message).
+    pub fn handle_server_bytes(&mut self, bytes: &[u8], now: Instant) {
+        if self.admit(Input::Frames) {
+            self.on_bytes(bytes, now);
+        }
+    }
+
+    /// Checks the host feeds the body one way only (the drain contract); a misuse fails the
+    /// Run with a host-bug error instead of mixing two framings of one stream.
+    pub(super) fn admit(&mut self, input: Input) -> bool {
+        let misuse = match (self.input, input) {
+            (Input::Data, Input::Frames) => Some("frames after body bytes (feed one or the other)"),
+            (Input::Frames, Input::Data) => Some("body bytes after frames (feed one or the other)"),
+            (Input::Data, Input::Head) => Some("the response head after body bytes"),
+            _ => None,
+        };
+        if let Some(what) = misuse {
+            if self.phase != Phase::Finished {
+                self.fail(AgentError::HostMisuse(what));
+            }
+            return false;
+        }
+        if input != Input::Head || self.input == Input::Unset {
+            self.input = input;
+        }
+        true
+    }
+
+    pub(super) fn on_bytes(&mut self, bytes: &[u8], now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        // The commonest frame, a bare text or thinking delta, is matched byte for byte here
+        // (inlined); the other frequent arms skip prost's generic decode; prost decodes the rest.
+        if let Some((kind, text)) = crate::hot::bare_delta(bytes)
+            && self.phase == Phase::Streaming
+        {
+            self.stream_delta(kind, text, now);
+            return;
+        }
+        if let Some(frame) = crate::hot::decode_general(bytes) {
+            if let Err(error) = self.on_hot(frame.arm, now) {
+                self.fail(error);
+            }
+            return;
+        }
+        match AgentServerMessage::decode(bytes) {
+            Ok(message) => self.on_message(message, now),
+            Err(error) => self.fail(error.into()),
+        }
+    }
+
+    /// The response head, for [`handle_server_data`]: the body's `connect-content-encoding`
+    /// (compressed frames are inflated with it) and the largest message to accept. Call it
+    /// before the body's first bytes; without it frames must be uncompressed and at most
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE).
+    ///
+    /// [`handle_server_data`]: Self::handle_server_data
+    ///
+    /// After body bytes it fails the Run as [`AgentError::HostMisuse`] (the bytes were already
+    /// read under the defaults).
+    pub fn handle_response_head(&mut self, compression: Compression, max_message_size: usize) {
+        if self.admit(Input::Head) {
+            self.body = Decoder::new(compression).with_max_message_size(max_message_size);
+        }
+    }
+
+    /// Bytes of the response body as they arrive, in any chunking (HTTP/2 DATA frames as
+    /// they come): the Run takes the Connect envelopes apart itself, handles every whole
+    /// frame, and ends the stream at the end-of-stream frame as
+    /// [`handle_end_of_stream`](Self::handle_end_of_stream) would with the outcome it carries.
+    ///
+    /// This is the fast way in: deltas inside one chunk are sliced out of it as text that was
+    /// validated once for the whole chunk, with SIMD. Feed a Run either body bytes or frames
+    /// ([`handle_server_bytes`](Self::handle_server_bytes),
+    /// [`handle_server_message`](Self::handle_server_message)), not both. A malformed
+    /// envelope fails the Run as protocol drift. When the body ends, call
+    /// `handle_end_of_stream` with how it ended (a no-op after the end-of-stream frame).
+    ///
+    /// ```
+    /// # use cursor_agent::{AgentRun, RunConfig, IdSeed};
+    /// # use cursor_proto::ir::{Conversation, Message};
+    /// use cursor_transport::envelope::{Compression, Encoder};
+    /// # let now = std::time::Instant::now();
+    /// # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1; 16]));
+    /// # let conversation = Conversation::new("c").with_message(Message::user_text("hi"));
+    /// let mut run = AgentRun::new(config, &conversation, now)?;
+    /// // interaction_update.text_delta "hi", enveloped, arriving in two pieces.
+    /// let wire = Encoder::new(Compression::Identity).encode_to_bytes(&[0x0a, 6, 0x0a, 4, 0x0a, 2, b'h', b'i'])?;
+    /// run.handle_server_data(wire.slice(..3), now);
+    /// run.handle_server_data(wire.slice(3..), now);
+    /// let texts: Vec<_> = std::iter::from_fn(|| run.poll_event()).collect();
+    /// assert!(format!("{texts:?}").contains("TextDelta { text: \"hi\" }"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn handle_server_data(&mut self, data: Bytes, now: Instant) {
+        if self.phase == Phase::Finished || !self.admit(Input::Data) {
+            return;
+        }
+        // The decoder leaves `self` while its frames are lent, so handlers can borrow `self`.
+        let mut body = std::mem::replace(&mut self.body, Decoder::new(Compression::Identity));
+        body.push_bytes(data.clone());
+        let mut window = TextWindow::new(&data);
+        while self.phase != Phase::Finished {
+            match body.next_frame_ref() {
+                Ok(None) => break,
+                Ok(Some(FrameRef::Message(frame))) => self.on_frame(frame, &mut window, now),
+                Ok(Some(FrameRef::End(end))) => {
+                    let outcome = match end.error {
+                        None => StreamOutcome::Ok,
+                        Some(error) => outcome_of(&CursorError::connect(error, None)),
+                    };
+                    self.handle_end_of_stream(outcome, now);
+                    break;
+                }
+                Err(error) => {
+                    self.handle_end_of_stream(outcome_of(&CursorError::from(error)), now);
+                    break;
+                }
+            }
+        }
+        self.body = body;
+    }
+
+    /// One whole frame of [`handle_server_data`](Self::handle_server_data): a bare delta whose
+    /// text the chunk's window knows is valid goes straight to the queue.
+    #[inline]
+    pub(super) fn on_frame(&mut self, frame: &[u8], window: &mut TextWindow<'_>, now: Instant) {
+        if let Some((kind, text)) = crate::hot::bare_delta_bytes(frame)
+            && self.phase == Phase::Streaming
+            && let Some(text) = window.str_of(text)
+        {
+            self.stream_delta(kind, text, now);
+            return;
+        }
+        self.on_bytes(frame, now);
+    }
+
+    /// What `on_delta` does with a delta while streaming, without its layers (the hot path).
+    #[inline(always)]
+    pub(super) fn stream_delta(&mut self, kind: Delta, text: &str, now: Instant) {
+        self.work_deadline = Some(WorkDeadline {
+            since: now,
+            first_frame: false,
+        });
+        self.events.push_delta(kind, text);
+    }
+
+    /// The server side of the stream ended. Before `turn_ended` that is a failure: the
+    /// outcome's error when it carries one, a network error otherwise.
+    pub fn handle_end_of_stream(&mut self, outcome: StreamOutcome, _now: Instant) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        self.fail(match outcome {
+            StreamOutcome::Ok => AgentError::StreamEndedEarly,
+            // The remote conversation is gone: a resumed run must rebuild (§10).
+            StreamOutcome::NotFound(info) if self.config.resume => AgentError::StaleResume {
+                id_hex: format!("conversation {}: {}", self.conversation_id, info.message),
+            },
+            StreamOutcome::Err(info) | StreamOutcome::NotFound(info) => AgentError::Remote(info),
+        });
+    }
+
+    pub(super) fn dispatch(
+        &mut self,
+        message: AgentServerMessage,
+        now: Instant,
+    ) -> Result<(), AgentError> {
+        match message.message {
+            // A frame carrying only `ttft_breakdown` (beside the oneof) is ignored (§4).
+            None if message.ttft_breakdown.is_some() => Ok(()),
+            None => Err(AgentError::drift(
+                "server frame with an unknown or empty arm",
+            )),
+            Some(Server::InteractionUpdate(update)) => self.on_update(update.message, now),
+            Some(Server::ExecServerMessage(exec)) => {
+                self.work(now);
+                self.on_exec(exec, now)
+            }
+            Some(Server::ConversationCheckpointUpdate(bytes)) => {
+                self.checkpoint = Some(bytes.clone());
+                self.events.push(AgentEvent::Checkpoint(bytes));
+                Ok(())
+            }
+            Some(Server::KvServerMessage(kv)) => {
+                self.work(now);
+                self.on_kv(kv)
+            }
+            Some(Server::ExecServerControlMessage(control)) => self.on_exec_control(control),
+            Some(Server::InteractionQuery(query)) => {
+                self.work(now);
+                let answer = interaction::answer(query.query, &self.config.profile.display_name)?;
+                self.transmits
+                    .push_back(frames::interaction(query.id, answer));
+                Ok(())
+            }
+        }
+    }
+
+    /// A work frame arrived: the idle watchdog restarts (heartbeats never call this).
+    #[inline]
+    pub(super) fn work(&mut self, now: Instant) {
+        if self.phase == Phase::Streaming {
+            self.work_deadline = Some(WorkDeadline {
+                since: now,
+                first_frame: false,
+            });
+        }
+    }
+
+    pub(super) fn on_update(
+        &mut self,
+        update: Option<Update>,
+        now: Instant,
+    ) -> Result<(), AgentError> {
+        match update {
+            Some(Update::TextDelta(delta)) => self.on_delta(Delta::Text, delta.text, now),
+            Some(Update::ThinkingDelta(delta)) => self.on_delta(Delta::Thinking, delta.text, now),
+            Some(Update::TokenDelta(delta)) => {
+                self.on_tokens(delta.tokens);
+                Ok(())
+            }
+            Some(Update::TurnEnded(ended)) => {
+                self.on_turn_ended(ended);
+                Ok(())
+            }
+            // The model that actually served the turn (field-reports §2); reported once per
+            // change, and never when the server names none.
+            Some(Update::RoutedModel(routed)) => {
+                if routed.display_name.is_empty()
+                    || self.routed_model.as_deref() == Some(routed.display_name.as_str())
+                {
+                    return Ok(());
+                }
+                self.routed_model = Some(routed.display_name.clone());
+                self.emit(Event::ModelResolved {
+                    model: routed.display_name,
+                })
+            }
+            // Liveness, informational and unknown update arms are ignored (§4.1); heartbeats
+            // are explicitly not work.
+            _ => Ok(()),
+        }
+    }
+
+    /// The hot decoder's frames, handled exactly as `dispatch` handles their prost form.
+    #[inline]
+    pub(super) fn on_hot(&mut self, frame: Hot<'_>, now: Instant) -> Result<(), AgentError> {
+        match frame {
+            Hot::Text(text) => self.on_delta(Delta::Text, text, now),
+            Hot::Thinking(text) => self.on_delta(Delta::Thinking, text, now),
+            Hot::Tokens(tokens) => {
+                self.on_tokens(tokens);
+                Ok(())
+            }
+            Hot::TurnEnded(ended) => {
+                self.on_turn_ended(*ended);
+                Ok(())
+            }
+            Hot::Kv(kv) => {
+                self.work(now);
+                self.on_kv(*kv)
+            }
+            Hot::Heartbeat | Hot::NoArm => Ok(()),
+        }
+    }
+
+    /// A text or thinking delta: work (the idle watchdog restarts), then queued.
+    #[inline]
+    pub(super) fn on_delta<T: AsRef<str> + Into<String>>(
+        &mut self,
+        kind: Delta,
+        text: T,
+        now: Instant,
+    ) -> Result<(), AgentError> {
+        self.work(now);
+        self.emit_delta(kind, text)
+    }
+
+    /// A text or thinking delta. While the host has not yet polled the delta of the same
+    /// kind queued last, this one extends it: a host polling after every frame sees every
+    /// delta, one that polls later sees fewer, longer deltas with the same text, and no
+    /// string is allocated per frame. Deltas parked while the host runs tools stay one per
+    /// frame (their count is what `max_deferred_events` bounds).
+    #[inline]
+    pub(super) fn emit_delta<T: AsRef<str> + Into<String>>(
+        &mut self,
+        kind: Delta,
+        text: T,
+    ) -> Result<(), AgentError> {
+        if self.phase != Phase::AwaitingTools {
+            self.events.push_delta(kind, text.as_ref());
+            return Ok(());
+        }
+        let text = text.into();
+        self.emit(match kind {
+            Delta::Text => Event::TextDelta { text },
+            Delta::Thinking => Event::ThinkingDelta { text },
+        })
+    }
+
+    pub(super) fn on_tokens(&mut self, tokens: i32) {
+        self.output_tokens += u64::try_from(tokens).unwrap_or(0);
+    }
+
+    pub(super) fn on_turn_ended(&mut self, ended: TurnEndedUpdate) {
+        self.server_usage = Some(ended);
+        if !self.pending.is_empty() {
+            // Not terminal while a host tool call is pending: the debounce ends the leg.
+            return;
+        }
+        match self.phase {
+            Phase::Streaming => self.finish(StopReason::Stop),
+            Phase::AwaitingTools => self.ended_while_parked = true,
+            Phase::Finished => {}
+        }
+    }
+
+    pub(super) fn on_kv(&mut self, kv: wire::KvServerMessage) -> Result<(), AgentError> {
+        use wire::kv_server_message::Message as Kv;
+        match kv.message {
+            Some(Kv::GetBlobArgs(get)) => {
+                let found = BlobId::from_slice(&get.blob_id).and_then(|id| self.blobs.get(&id));
+                let Some(data) = found else {
+                    // Never answered with empty data: that would read as an empty blob.
+                    let id_hex = hex(&get.blob_id);
+                    return Err(if self.config.resume {
+                        AgentError::StaleResume { id_hex }
+                    } else {
+                        AgentError::BlobMiss { id_hex }
+                    });
+                };
+                self.transmits.push_back(frames::blob(kv.id, data.to_vec()));
+                Ok(())
+            }
+            Some(Kv::SetBlobArgs(set)) => {
+                // A set without data is a dedup reference: acknowledge, store nothing (§5.1).
+                if let Some(data) = set.blob_data {
+                    let id = BlobId::from_slice(&set.blob_id)
+                        .ok_or_else(|| AgentError::drift("blob id is not 32 bytes"))?;
+                    self.blobs.insert_with_id(id, data)?;
+                }
+                self.transmits.push_back(frames::blob_stored(kv.id));
+                Ok(())
+            }
+            None => Err(AgentError::drift("unknown kv request arm")),
+        }
+    }
+}
