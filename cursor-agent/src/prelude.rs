@@ -35,6 +35,7 @@ pub use crate::ir::{
     ToolResult, Warning, WarningCode,
 };
 pub use crate::session::{
-    AgentSession, Client, ModelChoice, Origin, SessionBuilder, StaticToken, TokenSource, TurnEvents,
+    AgentSession, Client, ModelChoice, Origin, SessionBuilder, SessionConfig, StaticToken,
+    TokenSource, TurnEvents,
 };
 pub use crate::{AgentEvent, HandleStore, HostProfile, json};

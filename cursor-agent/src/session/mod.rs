@@ -129,12 +129,7 @@ pub struct AgentSession {
 struct Inner {
     client: Client,
     origin: Origin,
-    identity: CliIdentity,
-    profile: HostProfile,
-    workspace_uris: Vec<String>,
-    timers: Timers,
-    limits: Limits,
-    resend_mcp_on_resume: bool,
+    config: SessionConfig,
     session_id: Option<String>,
     handles: Option<Arc<dyn HandleRepository>>,
     spawner: Spawner,
@@ -153,7 +148,7 @@ impl fmt::Debug for AgentSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentSession")
             .field("origin", &self.inner.origin)
-            .field("profile", &self.inner.profile.host_name)
+            .field("profile", &self.inner.config.profile.host_name)
             .field("session_id", &self.inner.session_id)
             .field("handles", &self.inner.handles)
             .field("waiting_for_tools", &self.is_waiting_for_tools())
@@ -168,12 +163,7 @@ impl AgentSession {
             client,
             origin,
             tokens,
-            identity: CliIdentity::default(),
-            profile: HostProfile::default(),
-            workspace_uris: Vec::new(),
-            timers: Timers::default(),
-            limits: Limits::default(),
-            resend_mcp_on_resume: false,
+            config: SessionConfig::default(),
             session_id: None,
             handles: None,
             spawner: None,
@@ -227,7 +217,87 @@ impl AgentSession {
 
     /// The host profile Runs open with.
     pub fn profile(&self) -> &HostProfile {
-        &self.inner.profile
+        &self.inner.config.profile
+    }
+
+    /// What every Run of this session opens with.
+    pub fn config(&self) -> &SessionConfig {
+        &self.inner.config
+    }
+}
+
+/// What every Run of a session opens with besides the model: who the host is, where its
+/// workspace is, the CLI identity, timers and limits. One value a host builds once (from its
+/// settings or environment) and hands to each session's builder
+/// ([`SessionBuilder::config`]); the pi provider keeps one per process.
+#[non_exhaustive]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// Who the host is ([`HostProfile::default`] unless set). A profile with a
+    /// [`handle_dir`](HostProfile::handle_dir) keeps handles there unless the builder's
+    /// [`handles`](SessionBuilder::handles) gives a repository.
+    pub profile: HostProfile,
+    /// Workspace roots (`file://` URLs); the first one is where native paths resolve. Empty
+    /// means `file:///`, with a [`WarningCode::NoWorkspace`] warning on the first turn.
+    ///
+    /// [`WarningCode::NoWorkspace`]: cursor_proto::ir::WarningCode::NoWorkspace
+    pub workspace_uris: Vec<String>,
+    /// The identity the CLI headers carry.
+    pub identity: CliIdentity,
+    /// Deadlines and intervals of every Run.
+    pub timers: Timers,
+    /// Size and count caps of every Run.
+    pub limits: Limits,
+    /// Re-send `mcp_tools` on every resume, even when the tool set is unchanged.
+    pub resend_mcp_on_resume: bool,
+}
+
+impl SessionConfig {
+    /// The defaults: generic profile, no workspace, default identity, timers and limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`SessionConfig::profile`].
+    #[must_use]
+    pub fn with_profile(mut self, profile: HostProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Adds a workspace root to [`SessionConfig::workspace_uris`].
+    #[must_use]
+    pub fn with_workspace_uri(mut self, uri: impl Into<String>) -> Self {
+        self.workspace_uris.push(uri.into());
+        self
+    }
+
+    /// Sets [`SessionConfig::identity`].
+    #[must_use]
+    pub fn with_identity(mut self, identity: CliIdentity) -> Self {
+        self.identity = identity;
+        self
+    }
+
+    /// Sets [`SessionConfig::timers`].
+    #[must_use]
+    pub fn with_timers(mut self, timers: Timers) -> Self {
+        self.timers = timers;
+        self
+    }
+
+    /// Sets [`SessionConfig::limits`].
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets [`SessionConfig::resend_mcp_on_resume`].
+    #[must_use]
+    pub fn with_resend_mcp_on_resume(mut self, resend: bool) -> Self {
+        self.resend_mcp_on_resume = resend;
+        self
     }
 }
 
@@ -237,12 +307,7 @@ pub struct SessionBuilder {
     client: Client,
     origin: Origin,
     tokens: Arc<dyn TokenSource>,
-    identity: CliIdentity,
-    profile: HostProfile,
-    workspace_uris: Vec<String>,
-    timers: Timers,
-    limits: Limits,
-    resend_mcp_on_resume: bool,
+    config: SessionConfig,
     session_id: Option<String>,
     handles: Option<Arc<dyn HandleRepository>>,
     spawner: Option<Spawner>,
@@ -253,48 +318,52 @@ impl fmt::Debug for SessionBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SessionBuilder")
             .field("origin", &self.origin)
-            .field("profile", &self.profile)
+            .field("profile", &self.config.profile)
             .field("session_id", &self.session_id)
             .finish_non_exhaustive()
     }
 }
 
 impl SessionBuilder {
-    /// Who the host is (default: [`HostProfile::default`]). A profile with a
-    /// [`handle_dir`](HostProfile::handle_dir) keeps handles there unless
-    /// [`handles`](Self::handles) gives a repository.
+    /// Everything Runs open with at once (replaces what the setters below set so far).
+    pub fn config(mut self, config: SessionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets [`SessionConfig::profile`].
     pub fn profile(mut self, profile: HostProfile) -> Self {
-        self.profile = profile;
+        self.config.profile = profile;
         self
     }
 
-    /// Adds a workspace root (`file://` URL); the first one is where native paths resolve.
+    /// Adds a workspace root ([`SessionConfig::workspace_uris`]).
     pub fn workspace_uri(mut self, uri: impl Into<String>) -> Self {
-        self.workspace_uris.push(uri.into());
+        self.config.workspace_uris.push(uri.into());
         self
     }
 
-    /// The identity the CLI headers carry (default: [`CliIdentity::default`]).
+    /// Sets [`SessionConfig::identity`].
     pub fn identity(mut self, identity: CliIdentity) -> Self {
-        self.identity = identity;
+        self.config.identity = identity;
         self
     }
 
-    /// Deadlines and intervals of every Run.
+    /// Sets [`SessionConfig::timers`].
     pub fn timers(mut self, timers: Timers) -> Self {
-        self.timers = timers;
+        self.config.timers = timers;
         self
     }
 
-    /// Size and count caps of every Run.
+    /// Sets [`SessionConfig::limits`].
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.config.limits = limits;
         self
     }
 
-    /// Re-send `mcp_tools` on every resume, even when the tool set is unchanged.
+    /// Sets [`SessionConfig::resend_mcp_on_resume`].
     pub fn resend_mcp_on_resume(mut self, resend: bool) -> Self {
-        self.resend_mcp_on_resume = resend;
+        self.config.resend_mcp_on_resume = resend;
         self
     }
 
@@ -326,29 +395,24 @@ impl SessionBuilder {
 
     /// The session.
     pub fn build(self) -> AgentSession {
+        let mut config = self.config;
         let handles = self.handles.or_else(|| {
-            self.profile
+            config
+                .profile
                 .handle_dir
                 .clone()
                 .map(|dir| Arc::new(HandleStore::new(dir)) as Arc<dyn HandleRepository>)
         });
-        let no_workspace = self.workspace_uris.is_empty();
+        let no_workspace = config.workspace_uris.is_empty();
         let no_resume = handles.is_some() && self.session_id.is_none();
-        let workspace_uris = if no_workspace {
-            vec!["file:///".to_owned()]
-        } else {
-            self.workspace_uris
-        };
+        if no_workspace {
+            config.workspace_uris = vec!["file:///".to_owned()];
+        }
         AgentSession {
             inner: Arc::new(Inner {
                 client: self.client,
                 origin: self.origin,
-                identity: self.identity,
-                profile: self.profile,
-                workspace_uris,
-                timers: self.timers,
-                limits: self.limits,
-                resend_mcp_on_resume: self.resend_mcp_on_resume,
+                config,
                 session_id: self.session_id,
                 handles,
                 spawner: self.spawner.unwrap_or_else(tokio_spawner),

@@ -145,7 +145,7 @@ pub(super) fn open(
                 Some(NextStep::fix_config("give the session builder a session_id")),
             );
         }
-        if shared.workspace_uris == ["file:///"] {
+        if shared.config.workspace_uris == ["file:///"] {
             warn(
                 WarningCode::NoWorkspace,
                 "the session has no workspace root: Cursor is told the workspace is file:/// and native paths resolve against /".into(),
@@ -404,15 +404,15 @@ impl State {
             String::new(),
             IdSeed::random().map_err(ErrorInfo::from)?,
         )
-        .with_profile(self.shared.profile.clone());
+        .with_profile(self.shared.config.profile.clone());
         config
             .workspace_uris
-            .clone_from(&self.shared.workspace_uris);
+            .clone_from(&self.shared.config.workspace_uris);
         config.max_mode = self.ctx.model.max_mode;
-        config.timers = self.shared.timers;
-        config.limits = self.shared.limits;
-        let mut planner =
-            ResumePlanner::new(config).with_resend_mcp_on_resume(self.shared.resend_mcp_on_resume);
+        config.timers = self.shared.config.timers;
+        config.limits = self.shared.config.limits;
+        let mut planner = ResumePlanner::new(config)
+            .with_resend_mcp_on_resume(self.shared.config.resend_mcp_on_resume);
         let stored = self.load_handle().await;
         let plan = planner.plan(stored, &self.ctx.conversation);
         if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
@@ -437,12 +437,12 @@ impl State {
         let request_id = RequestId::generate().map_err(ErrorInfo::from)?;
         let mut headers = RequestHeaders::cli(
             &AccessToken::new(token),
-            &self.shared.identity,
+            &self.shared.config.identity,
             CallKind::Stream,
             &request_id,
         )
         .map_err(ErrorInfo::from)?;
-        if let Some(allowed) = self.shared.profile.allowed_tools_header() {
+        if let Some(allowed) = self.shared.config.profile.allowed_tools_header() {
             headers
                 .insert(crate::ALLOWED_TOOLS_HEADER, &allowed)
                 .map_err(ErrorInfo::from)?;

@@ -12,7 +12,9 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cursor_agent::session::{AgentSession, DebugSink, JsonLinesFile, ModelChoice, TokenSource};
+use cursor_agent::session::{
+    AgentSession, DebugSink, JsonLinesFile, ModelChoice, SessionConfig, TokenSource,
+};
 use cursor_agent::{AgentEvent, HandleStore, Timers};
 use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
 use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, Warning};
@@ -87,22 +89,20 @@ pub struct AgentChannel {
     client: Client,
     origin: Origin,
     catalog: Catalog,
-    workspace_uri: String,
+    /// What every session's Runs open with (pi's profile, the workspace, identity, timers).
+    config: SessionConfig,
     sessions: Sessions,
     spawn: Spawner,
     handles: Option<HandleStore>,
     oauth: Option<CursorOAuth>,
-    resend_mcp_on_resume: bool,
     debug: Option<Arc<dyn DebugSink>>,
-    timers: Timers,
-    identity: CliIdentity,
 }
 
 impl fmt::Debug for AgentChannel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentChannel")
             .field("origin", &self.origin)
-            .field("workspace_uri", &self.workspace_uri)
+            .field("workspace_uris", &self.config.workspace_uris)
             .field("sessions", &self.sessions)
             .field("handles", &self.handles.as_ref().map(HandleStore::dir))
             .field("oauth", &self.oauth)
@@ -126,15 +126,14 @@ impl AgentChannel {
             client,
             origin,
             catalog,
-            workspace_uri: workspace_uri.into(),
+            config: SessionConfig::new()
+                .with_profile(pi_profile())
+                .with_workspace_uri(workspace_uri),
             sessions,
             spawn,
             handles: None,
             oauth: None,
-            resend_mcp_on_resume: false,
             debug: None,
-            timers: Timers::default(),
-            identity: CliIdentity::default(),
         }
     }
 
@@ -165,22 +164,28 @@ impl AgentChannel {
     /// `CURSOR_PROVIDER_FIRST_TOKEN_MS`: [`PiEnv::timers`]).
     #[must_use]
     pub fn with_timers(mut self, timers: Timers) -> Self {
-        self.timers = timers;
+        self.config.timers = timers;
         self
     }
 
     /// The CLI identity every Run presents (`CURSOR_CLI_VERSION`: [`PiEnv::identity`]).
     #[must_use]
     pub fn with_identity(mut self, identity: CliIdentity) -> Self {
-        self.identity = identity;
+        self.config.identity = identity;
         self
     }
 
     /// Re-sends `mcp_tools` on every resume (`CURSOR_PROVIDER_RESEND_MCP_ON_RESUME=1`).
     #[must_use]
     pub fn with_resend_mcp_on_resume(mut self, resend: bool) -> Self {
-        self.resend_mcp_on_resume = resend;
+        self.config.resend_mcp_on_resume = resend;
         self
+    }
+
+    /// What every session's Runs open with: pi's profile, the workspace, and what the
+    /// `with_*` settings above set (the one [`SessionConfig`] each session is built from).
+    pub fn session_config(&self) -> &SessionConfig {
+        &self.config
     }
 
     /// The channel for this process, from [`PiEnv`]: the agent origin from
@@ -272,11 +277,7 @@ impl AgentChannel {
             let tokens = Arc::new(PiTokens::of(&turn.options, self.oauth.clone()));
             let mut builder =
                 AgentSession::builder(self.client.clone(), self.origin.clone(), tokens)
-                    .profile(pi_profile())
-                    .workspace_uri(self.workspace_uri.clone())
-                    .resend_mcp_on_resume(self.resend_mcp_on_resume)
-                    .timers(self.timers)
-                    .identity(self.identity.clone())
+                    .config(self.config.clone())
                     .spawner(Arc::clone(&self.spawn));
             if let Some(sink) = &self.debug {
                 builder = builder.debug(Arc::clone(sink));
@@ -435,5 +436,44 @@ mod tests {
             ),
             "two channels got their own writer of one debug file"
         );
+    }
+
+    /// The pi switches reach every session through one [`SessionConfig`].
+    #[test]
+    fn the_environment_becomes_the_session_config_every_session_is_built_from() {
+        use crate::provider::{CLI_VERSION_ENV, IDLE_MS_ENV, RESEND_MCP_ENV};
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let env = PiEnv::from_lookup(lookup(&[
+            ("HOME", home),
+            (IDLE_MS_ENV, "4321"),
+            (RESEND_MCP_ENV, "1"),
+            (CLI_VERSION_ENV, "cli-2026.11.20-abcdef0"),
+        ]));
+        let store = CatalogStore::restore(None).0;
+        let channel = AgentChannel::from_pi_env(
+            &env,
+            Client::new().unwrap(),
+            &store,
+            Sessions::new(),
+            Arc::new(|_task| {}),
+        )
+        .unwrap();
+        let config = channel.session_config();
+        assert_eq!(
+            config.timers.idle_timeout,
+            std::time::Duration::from_millis(4321)
+        );
+        assert!(config.resend_mcp_on_resume);
+        assert_eq!(config.identity.client_version, "cli-2026.11.20-abcdef0");
+        assert_eq!(config.profile, pi_profile());
+        assert_eq!(config.workspace_uris, [workspace_uri()]);
+
+        let turn = Turn::new(
+            crate::compat::ModelInfo::new("cursor-agent", "cursor", "auto"),
+            cursor_proto::ir::Conversation::new(""),
+            TurnOptions::from_json(r#"{"sessionId": "s-1", "apiKey": "token"}"#).unwrap(),
+        );
+        assert_eq!(channel.session_for(&turn).config(), config);
     }
 }
