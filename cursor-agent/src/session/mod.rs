@@ -229,7 +229,7 @@ impl AgentSession {
 /// What every Run of a session opens with besides the model: who the host is, where its
 /// workspace is, the CLI identity, timers and limits. One value a host builds once (from its
 /// settings or environment) and hands to each session's builder
-/// ([`SessionBuilder::config`]); the pi provider keeps one per process.
+/// ([`SessionBuilder::config`]); a host provider keeps one per process.
 #[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionConfig {
