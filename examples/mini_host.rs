@@ -74,10 +74,8 @@ fn options() -> Result<Options, BoxError> {
 }
 
 /// How Cursor and the model see this host.
-fn profile(state: &Path) -> HostProfile {
-    HostProfile::new("mini-host")
-        .with_continuation_prompt("Go on from the tool results above.")
-        .with_handle_dir(state.join("handles"))
+fn profile() -> HostProfile {
+    HostProfile::new("mini-host").with_continuation_prompt("Go on from the tool results above.")
 }
 
 fn tools() -> Vec<Tool> {
@@ -124,7 +122,8 @@ async fn main() -> Result<(), BoxError> {
     };
     let workspace = std::env::current_dir()?;
     let session = AgentSession::builder(Client::new()?, origin, Arc::new(StaticToken::new(token)))
-        .profile(profile(&options.state))
+        .profile(profile())
+        .handle_dir(options.state.join("handles"))
         .workspace_uri(cursor_agent::file_uri::from_path(&workspace))
         .session_id(SESSION_ID)
         .build();

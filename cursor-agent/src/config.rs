@@ -146,8 +146,6 @@ pub struct HostProfile {
     /// The user message a rebuilt Run sends when the turn being rebuilt already ran tools: the
     /// tool calls and results ride in the root prompt, and this asks the model to go on.
     pub continuation_prompt: String,
-    /// Where the host keeps resume handles, if it wants the session to keep them on disk.
-    pub handle_dir: Option<std::path::PathBuf>,
     /// The built-in Cursor tools the backend may offer the model, sent as
     /// `x-cursor-agent-allowed-tools` on every Run (field-reports §3): by default only the MCP
     /// group ([`MCP_TOOL_GROUP`]), through which the host's own tools are called. `None` sends
@@ -189,7 +187,6 @@ impl HostProfile {
             continuation_prompt:
                 "Continue the task: the results of the tool calls you made in this turn are above."
                     .into(),
-            handle_dir: None,
             allowed_tools: Some(MCP_TOOL_GROUP.iter().map(|t| (*t).to_owned()).collect()),
         }
     }
@@ -212,13 +209,6 @@ impl HostProfile {
     #[must_use]
     pub fn with_continuation_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.continuation_prompt = prompt.into();
-        self
-    }
-
-    /// Sets [`HostProfile::handle_dir`].
-    #[must_use]
-    pub fn with_handle_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.handle_dir = Some(dir.into());
         self
     }
 

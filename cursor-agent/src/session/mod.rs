@@ -62,6 +62,7 @@ mod tokens;
 mod turn;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -233,10 +234,11 @@ impl AgentSession {
 #[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionConfig {
-    /// Who the host is ([`HostProfile::default`] unless set). A profile with a
-    /// [`handle_dir`](HostProfile::handle_dir) keeps handles there unless the builder's
-    /// [`handles`](SessionBuilder::handles) gives a repository.
+    /// Who the host is ([`HostProfile::default`] unless set).
     pub profile: HostProfile,
+    /// Where resume handles are kept on disk (a [`HandleStore`] there), unless the builder's
+    /// [`handles`](SessionBuilder::handles) gives a repository; `None` keeps none.
+    pub handle_dir: Option<PathBuf>,
     /// Workspace roots (`file://` URLs); the first one is where native paths resolve. Empty
     /// means `file:///`, with a [`WarningCode::NoWorkspace`] warning on the first turn.
     ///
@@ -262,6 +264,13 @@ impl SessionConfig {
     #[must_use]
     pub fn with_profile(mut self, profile: HostProfile) -> Self {
         self.profile = profile;
+        self
+    }
+
+    /// Sets [`SessionConfig::handle_dir`].
+    #[must_use]
+    pub fn with_handle_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.handle_dir = Some(dir.into());
         self
     }
 
@@ -337,6 +346,12 @@ impl SessionBuilder {
         self
     }
 
+    /// Sets [`SessionConfig::handle_dir`]: handles are kept in a [`HandleStore`] there.
+    pub fn handle_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.handle_dir = Some(dir.into());
+        self
+    }
+
     /// Adds a workspace root ([`SessionConfig::workspace_uris`]).
     pub fn workspace_uri(mut self, uri: impl Into<String>) -> Self {
         self.config.workspace_uris.push(uri.into());
@@ -374,7 +389,7 @@ impl SessionBuilder {
         self
     }
 
-    /// Where handles are kept (overrides the profile's handle directory).
+    /// Where handles are kept (overrides [`handle_dir`](Self::handle_dir)).
     pub fn handles(mut self, handles: Arc<dyn HandleRepository>) -> Self {
         self.handles = Some(handles);
         self
@@ -398,7 +413,6 @@ impl SessionBuilder {
         let mut config = self.config;
         let handles = self.handles.or_else(|| {
             config
-                .profile
                 .handle_dir
                 .clone()
                 .map(|dir| Arc::new(HandleStore::new(dir)) as Arc<dyn HandleRepository>)

@@ -246,7 +246,7 @@ impl AgentChannel {
             (Some(file), true) => channel.with_debug(debug_writer(file)),
             _ => channel,
         };
-        Ok(match env.profile().handle_dir {
+        Ok(match &env.handle_dir {
             Some(dir) => channel.with_handle_store(HandleStore::new(dir)),
             None => channel,
         })

@@ -136,15 +136,6 @@ impl PiEnv {
         })?;
         Ok(timers)
     }
-
-    /// pi's host profile with these switches applied.
-    pub fn profile(&self) -> HostProfile {
-        let profile = pi_profile();
-        match &self.handle_dir {
-            Some(dir) => profile.with_handle_dir(dir),
-            None => profile,
-        }
-    }
 }
 
 /// A timeout in whole milliseconds, `None` when unset.
@@ -204,7 +195,6 @@ mod tests {
                 "/home/u/.config/pi/agent/cursor-provider/handles"
             ))
         );
-        assert_eq!(home.profile().handle_dir, home.handle_dir);
         assert_eq!(
             home.debug_file,
             Some(PathBuf::from(
