@@ -2,10 +2,8 @@
 //! processes. `tiny_host ORIGIN STATE_DIR PROMPT` (ORIGIN: a loopback replica's).
 use cursor_agent::prelude::*;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), BoxError> {
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let [_, origin, state, prompt] = <[String; 4]>::try_from(std::env::args().collect::<Vec<_>>())
         .map_err(|_| "usage: tiny_host ORIGIN STATE_DIR PROMPT")?;
     let session = AgentSession::builder(
@@ -16,7 +14,7 @@ async fn main() -> Result<(), BoxError> {
     .profile(HostProfile::new("tiny-host"))
     .workspace_uri("file:///tmp")
     .session_id("tiny")
-    .handles(Arc::new(HandleStore::new(&state)))
+    .handle_dir(&state)
     .build();
     // The transcript is the host's: kept beside the handle so a new process can resume.
     let saved = std::path::Path::new(&state).join("transcript.json");
@@ -49,14 +47,11 @@ async fn main() -> Result<(), BoxError> {
             std::fs::write(&saved, serde_json::to_vec(&conversation)?)?;
             return Ok(());
         }
-        conversation
-            .messages
-            .push(Message::assistant_tool_calls(calls.clone()));
+        let asked = Message::assistant_tool_calls(calls.clone());
+        conversation.messages.push(asked);
         for call in calls {
-            let shouted = call.arguments["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_uppercase();
+            let text = call.arguments["text"].as_str().unwrap_or_default();
+            let shouted = text.to_uppercase();
             println!("[tool {} -> {shouted}]", call.name);
             let result = ToolResult::text(call.id, call.name, shouted, false);
             conversation.messages.push(Message::ToolResult(result));
