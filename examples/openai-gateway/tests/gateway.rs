@@ -1,0 +1,391 @@
+//! The gateway end to end against the in-process replica, over real HTTP/1.1 on loopback.
+
+use std::sync::Arc;
+
+use cursor_agent::session::{Client, StaticToken};
+use cursor_agent::testing::{Replica, ReplicaServer, Script};
+use cursor_catalog::CatalogStore;
+use cursor_openai_gateway::{Gateway, GatewayConfig};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+struct Harness {
+    gateway: Gateway,
+    replica: ReplicaServer,
+    addr: std::net::SocketAddr,
+    state: tempfile::TempDir,
+    _server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn start_with(api_key: Option<&str>, state: Option<tempfile::TempDir>) -> Harness {
+    let replica = Replica::start().await.unwrap();
+    start_on(replica, api_key, state).await
+}
+
+async fn start_on(
+    replica: ReplicaServer,
+    api_key: Option<&str>,
+    state: Option<tempfile::TempDir>,
+) -> Harness {
+    let state = state.unwrap_or_else(|| tempfile::tempdir().unwrap());
+    let gateway = Gateway::new(GatewayConfig {
+        client: Client::new().unwrap(),
+        agent_origin: replica.origin(),
+        tokens: Arc::new(StaticToken::new("token")),
+        state: state.path().to_owned(),
+        api_key: api_key.map(str::to_owned),
+        catalog: CatalogStore::from_static().catalog().clone(),
+        workspace_uri: "file:///tmp".into(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(gateway.clone().serve(listener));
+    Harness {
+        gateway,
+        replica,
+        addr,
+        state,
+        _server: server,
+    }
+}
+
+/// One request with `Connection: close`; (status, body).
+async fn http(
+    h: &Harness,
+    method: &str,
+    path: &str,
+    body: &str,
+    key: Option<&str>,
+) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(h.addr).await.unwrap();
+    let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head[9..12].parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, body)
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap();
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+    out
+}
+
+async fn post(h: &Harness, body: &Value) -> (u16, Value) {
+    let (status, text) = http(h, "POST", "/v1/chat/completions", &body.to_string(), None).await;
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")),
+    )
+}
+
+/// The SSE events of a streamed response (without `[DONE]`), and whether `[DONE]` came.
+async fn post_stream(h: &Harness, body: &Value) -> (u16, Vec<Value>, bool) {
+    let (status, text) = http(h, "POST", "/v1/chat/completions", &body.to_string(), None).await;
+    let mut events = Vec::new();
+    let mut done = false;
+    for line in text.lines() {
+        if let Some(data) = line.strip_prefix("data: ") {
+            if data == "[DONE]" {
+                done = true;
+            } else {
+                events.push(serde_json::from_str(data).unwrap());
+            }
+        }
+    }
+    (status, events, done)
+}
+
+fn shout_tool() -> Value {
+    json!([{"type": "function", "function": {
+        "name": "shout", "description": "Upper-cases text",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    }}])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_lists_catalog_ids_with_effort_variants() {
+    let h = start_with(None, None).await;
+    let (status, body) = http(&h, "GET", "/v1/models", "", None).await;
+    assert_eq!(status, 200);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"composer-2.5"), "{ids:?}");
+    assert!(
+        ids.iter().any(|id| id.ends_with("-high")),
+        "no effort variant in {ids:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_gateway_key_is_a_401_error_object() {
+    let h = start_with(Some("sekrit"), None).await;
+    let (status, body) = http(&h, "GET", "/v1/models", "", Some("wrong")).await;
+    assert_eq!(status, 401);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+    let (status, _) = http(&h, "GET", "/v1/models", "", Some("sekrit")).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_streaming_answer_with_usage() {
+    let h = start_with(None, None).await;
+    let (status, body) = post(
+        &h,
+        &json!({"model": "composer-2.5", "messages": [{"role": "user", "content": "ping"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["choices"][0]["message"]["content"], "pong");
+    assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    let usage = &body["usage"];
+    assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{usage}");
+    assert_eq!(
+        usage["estimated"], true,
+        "AgentService reports no input tokens: {usage}"
+    );
+    assert_eq!(
+        usage["total_tokens"].as_u64(),
+        Some(
+            usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap()
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_tool_round_emits_whole_calls_then_continues_the_parked_run() {
+    let h = start_with(None, None).await;
+    let mut messages = vec![
+        json!({"role": "system", "content": "be terse"}),
+        json!({"role": "user", "content": "tool: shout {\"text\": \"quiet\"}"}),
+    ];
+    let request = |messages: &Vec<Value>| {
+        json!({
+            "model": "composer-2.5", "messages": messages, "tools": shout_tool(), "stream": true,
+            "stream_options": {"include_usage": true}
+        })
+    };
+    let (status, events, done) = post_stream(&h, &request(&messages)).await;
+    assert_eq!(status, 200);
+    assert!(done);
+    let calls: Vec<&Value> = events
+        .iter()
+        .filter_map(|e| e["choices"][0]["delta"].get("tool_calls"))
+        .collect();
+    assert_eq!(calls.len(), 1, "{events:?}");
+    let call = &calls[0][0];
+    assert_eq!(call["function"]["name"], "shout");
+    let arguments: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        arguments,
+        json!({"text": "quiet"}),
+        "the arguments arrive whole in one delta"
+    );
+    let finish: Vec<&Value> = events
+        .iter()
+        .map(|e| &e["choices"][0]["finish_reason"])
+        .filter(|f| !f.is_null())
+        .collect();
+    assert_eq!(finish, [&json!("tool_calls")]);
+    assert!(
+        events.last().unwrap().get("usage").is_some(),
+        "include_usage sends a usage chunk last"
+    );
+
+    let id = call["id"].as_str().unwrap().to_owned();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": id, "type": "function", "function": {"name": "shout", "arguments": "{\"text\":\"quiet\"}"}}
+    ]}));
+    messages.push(json!({"role": "tool", "tool_call_id": id, "content": "QUIET"}));
+    let (status, events, _) = post_stream(&h, &request(&messages)).await;
+    assert_eq!(status, 200);
+    let text: String = events
+        .iter()
+        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert!(text.contains("QUIET"), "{text}");
+    // One Run for both legs: the tool result went onto the parked stream.
+    assert_eq!(h.replica.runs().len(), 1, "{:?}", h.replica.runs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_user_turn_resumes_and_a_second_gateway_process_resumes_from_the_handle() {
+    let h = start_with(None, None).await;
+    let mut messages = vec![json!({"role": "user", "content": "remember OKAPI-9"})];
+    let (status, body) = post(&h, &json!({"model": "composer-2.5", "messages": messages})).await;
+    assert_eq!(status, 200, "{body}");
+    messages.push(body["choices"][0]["message"].clone());
+    messages.push(json!({"role": "user", "content": "what did I ask you to remember?"}));
+    let (status, body) = post(&h, &json!({"model": "composer-2.5", "messages": messages})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("OKAPI-9")
+    );
+    let runs = h.replica.runs();
+    assert_eq!(runs[1].label, "agent-resume", "{runs:?}");
+    assert!(!runs[1].history_replayed);
+
+    // A new gateway over the same state directory and replica: the handle resumes it.
+    let Harness { replica, state, .. } = h;
+    let second = start_on(replica, None, Some(state)).await;
+    messages.push(body["choices"][0]["message"].clone());
+    messages.push(json!({"role": "user", "content": "ping"}));
+    let (status, body) = post(
+        &second,
+        &json!({"model": "composer-2.5", "messages": messages}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let runs = second.replica.runs();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[2].label, "agent-resume", "{runs:?}");
+    assert!(!runs[2].history_replayed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_are_400s_and_leave_the_conversation_resumable() {
+    let h = start_with(None, None).await;
+    let mut messages = vec![json!({"role": "user", "content": "remember WOMBAT-5"})];
+    let (_, body) = post(&h, &json!({"model": "composer-2.5", "messages": messages})).await;
+    messages.push(body["choices"][0]["message"].clone());
+    let handles = h.state.path().join("handles");
+    let snapshot = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot(&handles);
+    assert!(!before.is_empty());
+
+    let mut unknown_role = messages.clone();
+    unknown_role.push(json!({"role": "narrator", "content": "x"}));
+    let mut unknown_call = messages.clone();
+    unknown_call.push(json!({"role": "tool", "tool_call_id": "ghost", "content": "x"}));
+    let bad = [
+        "{not json".to_owned(),
+        json!({"model": "composer-2.5", "messages": unknown_role}).to_string(),
+        json!({"model": "composer-2.5", "messages": unknown_call}).to_string(),
+        json!({"model": "no-such-model", "messages": messages}).to_string(),
+        format!(
+            "{{\"model\": \"composer-2.5\", \"pad\": \"{}\"}}",
+            "x".repeat(cursor_openai_gateway::MAX_BODY_BYTES)
+        ),
+    ];
+    for body in &bad {
+        let (status, text) = http(&h, "POST", "/v1/chat/completions", body, None).await;
+        assert_eq!(status, 400, "{text}");
+        let error: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(error["error"]["type"], "invalid_request_error");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("stored state is unchanged")
+        );
+    }
+    assert_eq!(
+        snapshot(&handles),
+        before,
+        "a 400 left the stored handle as it was"
+    );
+    assert_eq!(h.replica.runs().len(), 1, "no 400 reached the backend");
+
+    messages.push(json!({"role": "user", "content": "what did I ask you to remember?"}));
+    let (status, body) = post(&h, &json!({"model": "composer-2.5", "messages": messages})).await;
+    assert_eq!(status, 200);
+    assert!(
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("WOMBAT-5")
+    );
+    assert_eq!(h.replica.runs()[1].label, "agent-resume");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_failures_map_to_401_429_and_502() {
+    let h = start_with(None, None).await;
+    let request =
+        json!({"model": "composer-2.5", "messages": [{"role": "user", "content": "ping"}]});
+    h.replica
+        .script(Script::ResourceExhausted("quota spent".into()));
+    let (status, body) = post(&h, &request).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+    h.replica.script(Script::MalformedFrame);
+    let (status, body) = post(&h, &request).await;
+    assert_eq!(status, 502, "{body}");
+    h.replica.set_fail_auth(true);
+    let (status, body) = post(&h, &json!({"model": "composer-2.5", "stream": true, "messages": [{"role": "user", "content": "ping"}]})).await;
+    assert_eq!(
+        status, 401,
+        "a streamed request that fails before output is a plain error: {body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("[auth]")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_of_one_conversation_are_serialised_and_others_run_concurrently() {
+    let h = start_with(None, None).await;
+    let one = |text: &str| json!({"model": "composer-2.5", "messages": [{"role": "user", "content": text}]});
+    let (first, second, other) = (one("remember A"), one("remember A"), one("remember B"));
+    let (a, b, c) = tokio::join!(post(&h, &first), post(&h, &second), post(&h, &other));
+    for (status, body) in [a, b, c] {
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(h.replica.runs().len(), 3);
+    assert_eq!(
+        h.gateway.overlapping_turns(),
+        0,
+        "two turns of one conversation overlapped"
+    );
+    assert_eq!(h.gateway.conversations(), 2);
+}
