@@ -13,6 +13,7 @@ mod chat;
 mod cli;
 mod credentials;
 mod error;
+mod responses;
 mod server;
 
 use cursor_agent::ir::Message;

@@ -26,7 +26,7 @@ use crate::chat::{self, ChatRequest};
 /// The largest request body accepted (images travel inline as data URLs).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
-type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// What a gateway is built from.
 pub struct GatewayConfig {
@@ -168,6 +168,10 @@ impl Gateway {
                 let body = read_body(request).await?;
                 self.chat(&body).await
             }
+            (&Method::POST, "/v1/responses") => {
+                let body = read_body(request).await?;
+                crate::responses::handle(self, &body).await
+            }
             (_, p) => Err(ApiError::not_found(p)),
         }
     }
@@ -216,6 +220,7 @@ impl Gateway {
     ) -> Result<ModelChoice, ApiError> {
         let level = match effort {
             None => None,
+            Some("none") => Some(ThinkingLevel::Off),
             Some(effort) => Some(ThinkingLevel::from_host_name(effort).ok_or_else(|| {
                 ApiError::bad_request(
                     "invalid_reasoning_effort",
@@ -318,7 +323,7 @@ impl Gateway {
     }
 }
 
-fn turn_vanished() -> ApiError {
+pub(crate) fn turn_vanished() -> ApiError {
     ApiError::from_info(&ErrorInfo::new(
         ErrorKind::Network,
         "the turn ended without an answer",

@@ -389,3 +389,85 @@ async fn requests_of_one_conversation_are_serialised_and_others_run_concurrently
     );
     assert_eq!(h.gateway.conversations(), 2);
 }
+
+/// The SSE events of a Responses stream, by `type`.
+async fn post_responses(h: &Harness, body: &Value) -> (u16, Vec<Value>) {
+    let (status, text) = http(h, "POST", "/v1/responses", &body.to_string(), None).await;
+    let events = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    (status, events)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_stream_a_function_call_and_its_output_continues_the_run() {
+    let h = start_with(None, None).await;
+    let tools = json!([{"type": "function", "name": "shout", "parameters": {"type": "object"}}, {"type": "web_search"}]);
+    let mut input = vec![
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "be terse"}]}),
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "tool: shout {\"text\": \"loud\"}"}]}),
+    ];
+    let request = |input: &Vec<Value>| json!({"model": "composer-2.5", "instructions": "You are a test.", "input": input, "tools": tools, "stream": true, "prompt_cache_key": "s1"});
+    let (status, events) = post_responses(&h, &request(&input)).await;
+    assert_eq!(status, 200, "{events:?}");
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"response.created"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"response.completed"), "{kinds:?}");
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "function_call")
+        .map(|e| e["item"].clone())
+        .unwrap_or_else(|| panic!("no function call in {kinds:?}"));
+    assert_eq!(call["name"], "shout");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["arguments"].as_str().unwrap()).unwrap(),
+        json!({"text": "loud"})
+    );
+
+    input.push(json!({"type": "function_call", "call_id": call["call_id"], "name": "shout", "arguments": call["arguments"]}));
+    input.push(
+        json!({"type": "function_call_output", "call_id": call["call_id"], "output": "LOUD"}),
+    );
+    let (status, events) = post_responses(&h, &request(&input)).await;
+    assert_eq!(status, 200);
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "response.completed")
+        .unwrap();
+    assert!(
+        completed["response"]["output_text"]
+            .as_str()
+            .unwrap()
+            .contains("LOUD"),
+        "{completed}"
+    );
+    assert!(
+        completed["response"]["usage"]["output_tokens"].is_u64(),
+        "{completed}"
+    );
+    assert_eq!(
+        h.replica.runs().len(),
+        1,
+        "the function output went onto the parked Run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_without_stream_answer_one_response_object() {
+    let h = start_with(None, None).await;
+    let (status, body) = http(
+        &h,
+        "POST",
+        "/v1/responses",
+        &json!({"model": "composer-2.5", "input": "ping"}).to_string(),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["object"], "response");
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["output"][0]["content"][0]["text"], "pong");
+}
