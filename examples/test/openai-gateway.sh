@@ -1,18 +1,24 @@
 #!/bin/sh
-# cursor-openai-gateway end to end with a client nobody here wrote: the `openai` Python
-# package from PyPI (installed into a venv under target/), against the standalone replica
-# (responses held open, heartbeats, native execs sent whatever the allowed-tools header says).
+# cursor-openai-gateway end to end with clients nobody here wrote, against the standalone
+# replica (responses held open, heartbeats, native execs sent whatever the allowed-tools header
+# says): the `openai` Python package and `llm` 0.36 from PyPI (one venv under target/), and
+# Codex CLI (`@openai/codex` from npm, under target/).
 #
-#   1. gateway process 1, under strace: a streaming tool loop with two tool rounds, a
-#      non-streaming call, an image, errors (400, 401), /v1/models, and Cursor's native shell
-#      request reaching the client's own `bash` tool as a call;
+#   1. gateway process 1, under strace:
+#      - openai: a streaming tool loop with two tool rounds, a non-streaming call, an image,
+#        errors (400, 401), /v1/models, and Cursor's native shell request reaching the client's
+#        own `bash` tool as a call (examples/test/openai_client.py);
+#      - llm, configured by extra-openai-models.yaml with supports_tools, runs a --functions
+#        tool chain, and its tool round stays on one Run;
+#      - `codex exec` through /v1/responses runs one tool round (Codex runs `echo` itself), on
+#        one Run;
 #   2. the gateway spawned nothing: the only execve strace saw is its own, and no fork;
 #   3. gateway process 2 over the same --state, a second client process: it continues the
 #      saved conversation, and the replica saw that Run as a resume without history replay.
 #
 # Needs the gateway binary and the replica example built (cargo build -p cursor-openai-gateway
-# -p cursor-examples --example replica), python3 and strace. About 15 s (the pip install is
-# most of it; later runs reuse the venv).
+# -p cursor-examples --example replica), python3, npm and strace. About 35 s on a first run
+# (pip and npm installs), about 10 s once target/ holds the clients.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 target="${CARGO_TARGET_DIR:-$root/target}"
@@ -21,12 +27,23 @@ replica="$target/debug/examples/replica"
 [ -x "$gateway" ] && [ -x "$replica" ] || { echo "openai-gateway.sh: build the gateway and the replica first" >&2; exit 1; }
 command -v strace >/dev/null 2>&1 || { echo "openai-gateway.sh: strace is required (apt-get install -y strace)" >&2; exit 1; }
 
-venv="$target/openai-venv"
-if ! "$venv/bin/python" -c 'import openai' 2>/dev/null; then
+command -v npm >/dev/null 2>&1 || { echo "openai-gateway.sh: npm is required (for @openai/codex)" >&2; exit 1; }
+
+llm_version=0.36
+codex_version=0.171.0
+venv="$target/gateway-clients-venv"
+if ! "$venv/bin/python" -c 'import openai' 2>/dev/null || [ "$("$venv/bin/llm" --version 2>/dev/null)" != "llm, version $llm_version" ]; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'openai>=1,<4'
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'openai>=1,<4' "llm==$llm_version"
 fi
-echo "openai $("$venv/bin/python" -c 'import openai; print(openai.__version__)') from PyPI"
+codex_dir="$target/codex-$codex_version"
+codex="$codex_dir/node_modules/.bin/codex"
+if [ ! -x "$codex" ]; then
+  mkdir -p "$codex_dir"
+  printf '{"private":true}\n' >"$codex_dir/package.json"
+  npm install --prefix "$codex_dir" --no-audit --no-fund --no-package-lock --loglevel=error "@openai/codex@$codex_version" >&2
+fi
+echo "openai $("$venv/bin/python" -c 'import openai; print(openai.__version__)'), $("$venv/bin/llm" --version), $("$codex" --version)"
 
 work=$(mktemp -d)
 pids=""
@@ -39,7 +56,7 @@ trap cleanup EXIT
 "$replica" --port 0 --hold-open --heartbeat-ms 50 --ignore-allowed-tools --log "$work/runs.jsonl" >"$work/origin" 2>"$work/replica.err" &
 pids="$pids $!"
 i=0
-while ! grep -q '^REPLICA_ORIGIN=' "$work/origin" && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -q '^REPLICA_ORIGIN=' "$work/origin" 2>/dev/null && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/origin")
 [ -n "$origin" ] || { echo "openai-gateway.sh: the replica did not start: $(cat "$work/replica.err")" >&2; exit 1; }
 
@@ -53,7 +70,7 @@ start_gateway() {
   gateway_pid=$!
   pids="$pids $gateway_pid"
   i=0
-  while ! grep -q '^LISTENING ' "$work/$name.out" && [ "$i" -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  while ! grep -q '^LISTENING ' "$work/$name.out" 2>/dev/null && [ "$i" -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
   base="$(sed -n 's/^LISTENING //p' "$work/$name.out")/v1"
   [ "$base" != /v1 ] || { echo "openai-gateway.sh: $name did not start: $(cat "$work/$name.err")" >&2; exit 1; }
 }
@@ -72,6 +89,56 @@ check() {
 start_gateway first strace -f -qq -e trace=execve,fork,vfork,clone,clone3 -e signal=none -o "$work/strace.txt"
 timeout 60 "$venv/bin/python" "$root/examples/test/openai_client.py" first "$base" "$key" "$work/transcript.json" >"$work/first.txt" 2>&1 || true
 count "$work/first.txt"
+
+# llm 0.36: the model is declared in extra-openai-models.yaml, its key in keys.json.
+mkdir -p "$work/llm"
+cat >"$work/llm/extra-openai-models.yaml" <<YAML
+- model_id: cursor-composer
+  model_name: composer-2.5
+  api_base: "$base"
+  api_key_name: cursor-gateway
+  supports_tools: true
+YAML
+printf '{"cursor-gateway": "%s"}\n' "$key" >"$work/llm/keys.json"
+runs_before=$(wc -l <"$work/runs.jsonl")
+status=0
+out=$(cd "$work" && LLM_USER_PATH="$work/llm" timeout 60 "$venv/bin/llm" -m cursor-composer --td \
+  --functions 'def shout(text: str) -> str:
+    "Upper-cases text"
+    return text.upper()' 'tool: shout {"text": "llm chain"}' 2>&1) || status=$?
+case "$status:$out" in
+  0:*"Tool call: shout"*"LLM CHAIN"*) status=ok ;;
+  *) status="exited $status: $out" ;;
+esac
+check "llm $llm_version runs a --functions tool chain through the gateway" "$status"
+runs=$(($(wc -l <"$work/runs.jsonl") - runs_before))
+[ "$runs" -eq 1 ] && status=ok || status="$runs Runs for one tool chain"
+check "llm's tool round continued the same Run" "$status"
+
+# Codex CLI: a provider with wire_api = "responses" pointing at the gateway.
+mkdir -p "$work/codex-home" "$work/codex-ws"
+cat >"$work/codex-home/config.toml" <<TOML
+model = "composer-2.5"
+model_provider = "cursor"
+
+[model_providers.cursor]
+name = "Cursor through cursor-openai-gateway"
+base_url = "$base"
+env_key = "CURSOR_GATEWAY_API_KEY"
+wire_api = "responses"
+TOML
+runs_before=$(wc -l <"$work/runs.jsonl")
+status=0
+out=$(cd "$work/codex-ws" && CODEX_HOME="$work/codex-home" CURSOR_GATEWAY_API_KEY="$key" timeout 90 "$codex" exec \
+  --skip-git-repo-check 'tool: exec_command {"cmd": "echo codex-round"}' </dev/null 2>&1) || status=$?
+case "$status:$out" in
+  0:*"The tool exec_command answered"*codex-round*) status=ok ;;
+  *) status="exited $status: $out" ;;
+esac
+check "codex exec runs one tool round through /v1/responses" "$status"
+runs=$(($(wc -l <"$work/runs.jsonl") - runs_before))
+[ "$runs" -eq 1 ] && status=ok || status="$runs Runs for one Codex turn"
+check "Codex's tool round continued the same Run" "$status"
 # strace does not pass SIGTERM on: stop the gateway it traces, and strace ends with it.
 traced=$(ps -o pid= --ppid "$gateway_pid" | tr -d ' ')
 kill ${traced:-$gateway_pid} 2>/dev/null || true
