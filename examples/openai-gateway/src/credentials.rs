@@ -296,6 +296,73 @@ mod tests {
         assert_eq!(tokens(&[]).source(), &CredentialSource::None);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_api_key_is_exchanged_once_then_again_after_a_refusal() {
+        use std::sync::{Arc, Mutex};
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let server = cursor_transport::testing::TestServer::builder()
+            .handler(move |request| {
+                let mut log = log.lock().unwrap();
+                let auth = request
+                    .headers()
+                    .get(http::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                log.push((request.uri().path().to_owned(), auth));
+                let body = format!(r#"{{"accessToken": "exchanged-{}"}}"#, log.len());
+                http::Response::new(Bytes::from(body))
+            })
+            .start()
+            .await
+            .unwrap();
+        let tokens = GatewayTokens::from_environment(
+            Client::new().unwrap(),
+            server.origin(),
+            |name: &str| (name == "CURSOR_API_KEY").then(|| "crsr_test".to_owned()),
+        );
+        assert_eq!(tokens.access_token().await.unwrap(), "exchanged-1");
+        assert_eq!(tokens.access_token().await.unwrap(), "exchanged-1");
+        assert_eq!(tokens.refresh("exchanged-1").await.unwrap(), "exchanged-2");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    "/auth/exchange_user_api_key".to_owned(),
+                    "Bearer crsr_test".to_owned()
+                );
+                2
+            ]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_api_key_is_an_auth_error() {
+        let server = cursor_transport::testing::TestServer::builder()
+            .handler(|_| {
+                let mut response = http::Response::new(Bytes::from_static(b"{}"));
+                *response.status_mut() = http::StatusCode::UNAUTHORIZED;
+                response
+            })
+            .start()
+            .await
+            .unwrap();
+        let tokens = GatewayTokens::from_environment(
+            Client::new().unwrap(),
+            server.origin(),
+            |name: &str| (name == "CURSOR_API_KEY").then(|| "crsr_bad".to_owned()),
+        );
+        let error = tokens.access_token().await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Auth);
+        assert!(
+            error.message.contains("CURSOR_API_KEY"),
+            "{}",
+            error.message
+        );
+    }
+
     #[tokio::test]
     async fn no_credentials_is_an_auth_error_that_says_what_to_set() {
         let error = tokens(&[]).access_token().await.unwrap_err();

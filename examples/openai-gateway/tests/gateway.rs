@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use cursor_agent::session::{Client, StaticToken};
+use cursor_agent::session::{Client, StaticToken, TokenSource};
 use cursor_agent::testing::{Replica, ReplicaServer, Script};
 use cursor_catalog::CatalogStore;
-use cursor_openai_gateway::{Gateway, GatewayConfig};
+use cursor_openai_gateway::{Gateway, GatewayConfig, GatewayTokens};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -27,11 +27,20 @@ async fn start_on(
     api_key: Option<&str>,
     state: Option<tempfile::TempDir>,
 ) -> Harness {
+    start_full(replica, api_key, state, Arc::new(StaticToken::new("token"))).await
+}
+
+async fn start_full(
+    replica: ReplicaServer,
+    api_key: Option<&str>,
+    state: Option<tempfile::TempDir>,
+    tokens: Arc<dyn TokenSource>,
+) -> Harness {
     let state = state.unwrap_or_else(|| tempfile::tempdir().unwrap());
     let gateway = Gateway::new(GatewayConfig {
         client: Client::new().unwrap(),
         agent_origin: replica.origin(),
-        tokens: Arc::new(StaticToken::new("token")),
+        tokens,
         state: state.path().to_owned(),
         api_key: api_key.map(str::to_owned),
         catalog: CatalogStore::from_static().catalog().clone(),
@@ -470,4 +479,27 @@ async fn responses_without_stream_answer_one_response_object() {
     assert_eq!(body["object"], "response");
     assert_eq!(body["status"], "completed");
     assert_eq!(body["output"][0]["content"][0]["text"], "pong");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_cursor_credentials_every_request_is_a_401_that_says_what_to_set() {
+    let replica = Replica::start().await.unwrap();
+    let tokens =
+        GatewayTokens::from_environment(Client::new().unwrap(), replica.origin(), |_: &str| None);
+    let h = start_full(replica, None, None, Arc::new(tokens)).await;
+    let (status, body) = post(
+        &h,
+        &json!({"model": "composer-2.5", "messages": [{"role": "user", "content": "ping"}]}),
+    )
+    .await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["type"], "authentication_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("CURSOR_API_KEY"),
+        "{body}"
+    );
+    assert!(h.replica.runs().is_empty());
 }
