@@ -503,3 +503,64 @@ async fn without_cursor_credentials_every_request_is_a_401_that_says_what_to_set
     );
     assert!(h.replica.runs().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_request_while_a_run_waits_for_tool_results_leaves_that_run_waiting() {
+    let h = start_with(None, None).await;
+    let mut messages = vec![json!({"role": "user", "content": "tool: shout {\"text\": \"kept\"}"})];
+    let request = |messages: &Vec<Value>| json!({"model": "composer-2.5", "messages": messages, "tools": shout_tool()});
+    let (status, body) = post(&h, &request(&messages)).await;
+    assert_eq!(status, 200, "{body}");
+    let call = body["choices"][0]["message"]["tool_calls"][0].clone();
+    messages.push(body["choices"][0]["message"].clone());
+
+    // The result names a call id nobody made: a 400, and the waiting Run is not touched.
+    let mut wrong = messages.clone();
+    wrong.push(json!({"role": "tool", "tool_call_id": "not-a-call", "content": "KEPT"}));
+    let (status, body) = post(&h, &request(&wrong)).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "unknown_tool_call_id");
+
+    messages.push(json!({"role": "tool", "tool_call_id": call["id"], "content": "KEPT"}));
+    let (status, body) = post(&h, &request(&messages)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("KEPT")
+    );
+    assert_eq!(
+        h.replica.runs().len(),
+        1,
+        "the tool result still went onto the waiting Run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_resume_rebuilds_once_and_the_stream_carries_only_the_rebuilt_answer() {
+    let h = start_with(None, None).await;
+    let mut messages = vec![json!({"role": "user", "content": "remember KIWI-3"})];
+    let (_, body) = post(&h, &json!({"model": "composer-2.5", "messages": messages})).await;
+    messages.push(body["choices"][0]["message"].clone());
+    messages.push(json!({"role": "user", "content": "what did I ask you to remember?"}));
+    h.replica.script(Script::BlobMiss);
+    let (status, events, done) = post_stream(
+        &h,
+        &json!({"model": "composer-2.5", "stream": true, "messages": messages}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(done);
+    let text: String = events
+        .iter()
+        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "You asked me to remember: KIWI-3.", "{events:?}");
+    let labels: Vec<String> = h.replica.runs().iter().map(|r| r.label.clone()).collect();
+    assert_eq!(
+        labels.last().map(String::as_str),
+        Some("agent-rebuild"),
+        "{labels:?}"
+    );
+}
