@@ -115,11 +115,16 @@ runs=$(($(wc -l <"$work/runs.jsonl") - runs_before))
 [ "$runs" -eq 1 ] && status=ok || status="$runs Runs for one tool chain"
 check "llm's tool round continued the same Run" "$status"
 
-# Codex CLI: a provider with wire_api = "responses" pointing at the gateway.
+# Codex CLI: a provider with wire_api = "responses" pointing at the gateway; no update check
+# and no analytics (the test reaches nothing but loopback).
 mkdir -p "$work/codex-home" "$work/codex-ws"
 cat >"$work/codex-home/config.toml" <<TOML
 model = "composer-2.5"
 model_provider = "cursor"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
 
 [model_providers.cursor]
 name = "Cursor through cursor-openai-gateway"
@@ -130,7 +135,7 @@ TOML
 runs_before=$(wc -l <"$work/runs.jsonl")
 status=0
 out=$(cd "$work/codex-ws" && CODEX_HOME="$work/codex-home" CURSOR_GATEWAY_API_KEY="$key" timeout 90 "$codex" exec \
-  --skip-git-repo-check 'tool: exec_command {"cmd": "echo codex-round"}' </dev/null 2>&1) || status=$?
+  --strict-config --skip-git-repo-check 'tool: exec_command {"cmd": "echo codex-round"}' </dev/null 2>&1) || status=$?
 case "$status:$out" in
   0:*"The tool exec_command answered"*codex-round*) status=ok ;;
   *) status="exited $status: $out" ;;
