@@ -393,6 +393,51 @@ mod tests {
     }
 
     #[test]
+    fn parallel_calls_and_their_results_keep_their_order() {
+        let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "add", "arguments": "{}"}});
+        let translated = translate_json(json!({
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "both"},
+                {"role": "assistant", "content": "two at once", "tool_calls": [call("a"), call("b")]},
+                {"role": "tool", "tool_call_id": "b", "content": "B"},
+                {"role": "tool", "tool_call_id": "a", "content": "A"}
+            ]
+        }))
+        .unwrap();
+        let messages = translated.conversation.messages;
+        assert_eq!(
+            messages[1],
+            Message::Assistant {
+                content: vec![
+                    AssistantContent::Text {
+                        text: "two at once".into()
+                    },
+                    AssistantContent::ToolCall(ToolCall::new("a", "add", json!({}))),
+                    AssistantContent::ToolCall(ToolCall::new("b", "add", json!({}))),
+                ]
+            }
+        );
+        assert_eq!(
+            messages[2..],
+            [
+                Message::ToolResult(ToolResult::text("b", "add", "B", false)),
+                Message::ToolResult(ToolResult::text("a", "add", "A", false)),
+            ]
+        );
+        let streamed: Vec<Value> = [
+            ToolCall::new("a", "add", json!({"x": 1})),
+            ToolCall::new("b", "add", json!({})),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| tool_call_json(i, c))
+        .collect();
+        assert_eq!(streamed[1]["index"], 1);
+        assert_eq!(streamed[0]["function"]["arguments"], "{\"x\":1}");
+    }
+
+    #[test]
     fn bad_input_is_a_400_that_names_the_problem() {
         let cases = [
             (
