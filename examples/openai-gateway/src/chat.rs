@@ -27,6 +27,8 @@ pub(crate) struct ChatRequest {
     pub(crate) tool_choice: Option<Value>,
     #[serde(default)]
     pub(crate) reasoning_effort: Option<String>,
+    #[serde(default)]
+    pub(crate) n: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +183,12 @@ fn user_content(content: &Content) -> Result<Vec<UserContent>, ApiError> {
 /// The host-neutral transcript of `request`, validated: the tools `tool_choice` allows, the
 /// system text, user turns with images, assistant tool calls and their results.
 pub(crate) fn translate(request: &ChatRequest) -> Result<Translated, ApiError> {
+    if request.n.is_some_and(|n| n != 1) {
+        return Err(
+            ApiError::bad_request("invalid_n", "n must be 1: Cursor answers one choice")
+                .with_param("n"),
+        );
+    }
     let mut system = Vec::new();
     let mut messages = Vec::new();
     // Call id -> tool name, for every call an assistant message made so far.
@@ -464,6 +472,10 @@ mod tests {
             (
                 json!({"model": "m", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}),
                 "last message",
+            ),
+            (
+                json!({"model": "m", "n": 2, "messages": [{"role": "user", "content": "x"}]}),
+                "n must be 1",
             ),
         ];
         for (body, needle) in cases {

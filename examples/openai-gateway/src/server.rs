@@ -116,10 +116,18 @@ impl Gateway {
     }
 
     /// Accepts connections on `listener` until the task is dropped; each is served HTTP/1.1
-    /// on its own task.
+    /// on its own task. A failed accept is logged and serving goes on.
     pub async fn serve(self, listener: TcpListener) -> std::io::Result<()> {
         loop {
-            let (stream, _) = listener.accept().await?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                // Out of descriptors or a connection reset before accept: keep serving.
+                Err(error) => {
+                    eprintln!("gateway: accept failed: {error}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
             let _ = stream.set_nodelay(true);
             let gateway = self.clone();
             drop(tokio::spawn(async move {
