@@ -108,6 +108,7 @@ async fn main() -> Result<(), BoxError> {
         api_key: None,
         catalog: CatalogStore::from_static().catalog().clone(),
         workspace_uri: "file:///tmp".into(),
+        max_sessions: cursor_openai_gateway::DEFAULT_MAX_SESSIONS,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;

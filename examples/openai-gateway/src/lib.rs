@@ -22,7 +22,7 @@ use sha2::{Digest as _, Sha256};
 pub use cli::{DEFAULT_LISTEN, Options, USAGE};
 pub use credentials::{CredentialSource, GatewayTokens};
 pub use error::{ApiError, GatewayError};
-pub use server::{Gateway, GatewayConfig, MAX_BODY_BYTES};
+pub use server::{DEFAULT_MAX_SESSIONS, Gateway, GatewayConfig, MAX_BODY_BYTES};
 
 /// The conversation a request belongs to: a hash of its system text and first user message,
 /// so every later request of the same client conversation lands on the same session (a

@@ -136,6 +136,7 @@ async fn run() -> Result<(), GatewayError> {
         api_key: options.api_key.clone(),
         catalog: store.catalog().clone(),
         workspace_uri: cursor_agent::file_uri::from_path(&workspace),
+        max_sessions: cursor_openai_gateway::DEFAULT_MAX_SESSIONS,
     });
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await

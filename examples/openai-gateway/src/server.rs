@@ -44,7 +44,13 @@ pub struct GatewayConfig {
     pub catalog: Catalog,
     /// The workspace native paths resolve in (`file://` URL).
     pub workspace_uri: String,
+    /// How many conversations stay in memory; past it, idle ones are dropped (their handles
+    /// stay on disk, so their next request resumes). See [`DEFAULT_MAX_SESSIONS`].
+    pub max_sessions: usize,
 }
+
+/// The default [`GatewayConfig::max_sessions`]: an idle session is about 2 KB.
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
 
 impl std::fmt::Debug for GatewayConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -256,6 +262,15 @@ impl Gateway {
             .conversations
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        if !conversations.contains_key(key) && conversations.len() >= self.inner.config.max_sessions
+        {
+            // Idle: nobody holds the slot or its turn lock, and no Run waits for tool results.
+            conversations.retain(|_, slot| {
+                Arc::strong_count(slot) > 1
+                    || slot.turn_lock.try_lock().is_err()
+                    || slot.session.is_waiting_for_tools()
+            });
+        }
         conversations
             .entry(key.to_owned())
             .or_insert_with(|| {

@@ -27,7 +27,15 @@ async fn start_on(
     api_key: Option<&str>,
     state: Option<tempfile::TempDir>,
 ) -> Harness {
-    start_full(replica, api_key, state, Arc::new(StaticToken::new("token"))).await
+    let tokens = Arc::new(StaticToken::new("token"));
+    start_full(
+        replica,
+        api_key,
+        state,
+        tokens,
+        cursor_openai_gateway::DEFAULT_MAX_SESSIONS,
+    )
+    .await
 }
 
 async fn start_full(
@@ -35,6 +43,7 @@ async fn start_full(
     api_key: Option<&str>,
     state: Option<tempfile::TempDir>,
     tokens: Arc<dyn TokenSource>,
+    max_sessions: usize,
 ) -> Harness {
     let state = state.unwrap_or_else(|| tempfile::tempdir().unwrap());
     let gateway = Gateway::new(GatewayConfig {
@@ -45,6 +54,7 @@ async fn start_full(
         api_key: api_key.map(str::to_owned),
         catalog: CatalogStore::from_static().catalog().clone(),
         workspace_uri: "file:///tmp".into(),
+        max_sessions,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -486,7 +496,7 @@ async fn without_cursor_credentials_every_request_is_a_401_that_says_what_to_set
     let replica = Replica::start().await.unwrap();
     let tokens =
         GatewayTokens::from_environment(Client::new().unwrap(), replica.origin(), |_: &str| None);
-    let h = start_full(replica, None, None, Arc::new(tokens)).await;
+    let h = start_full(replica, None, None, Arc::new(tokens), 100).await;
     let (status, body) = post(
         &h,
         &json!({"model": "composer-2.5", "messages": [{"role": "user", "content": "ping"}]}),
@@ -562,5 +572,64 @@ async fn a_stale_resume_rebuilds_once_and_the_stream_carries_only_the_rebuilt_an
         labels.last().map(String::as_str),
         Some("agent-rebuild"),
         "{labels:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_max_sessions_idle_conversations_are_dropped_and_resume_from_their_handles() {
+    let replica = Replica::start().await.unwrap();
+    let h = start_full(replica, None, None, Arc::new(StaticToken::new("token")), 2).await;
+    let request = |messages: &Vec<Value>| json!({"model": "composer-2.5", "messages": messages, "tools": shout_tool()});
+    // A waits for a tool result: it must survive the eviction.
+    let mut waiting = vec![json!({"role": "user", "content": "tool: shout {\"text\": \"held\"}"})];
+    let (_, body) = post(&h, &request(&waiting)).await;
+    let call = body["choices"][0]["message"]["tool_calls"][0].clone();
+    waiting.push(body["choices"][0]["message"].clone());
+    // B is idle after its answer.
+    let mut idle = vec![json!({"role": "user", "content": "remember EMU-1"})];
+    let (_, body) = post(&h, &request(&idle)).await;
+    idle.push(body["choices"][0]["message"].clone());
+    // C is the third conversation: B is dropped, A is kept.
+    let (status, _) = post(
+        &h,
+        &request(&vec![json!({"role": "user", "content": "ping"})]),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        h.gateway.conversations(),
+        2,
+        "the idle conversation was dropped"
+    );
+
+    waiting.push(json!({"role": "tool", "tool_call_id": call["id"], "content": "HELD"}));
+    let (status, body) = post(&h, &request(&waiting)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("HELD")
+    );
+    assert_eq!(
+        h.replica.runs().len(),
+        3,
+        "A's tool result continued its waiting Run"
+    );
+
+    idle.push(json!({"role": "user", "content": "what did I ask you to remember?"}));
+    let (status, body) = post(&h, &request(&idle)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("EMU-1")
+    );
+    let runs = h.replica.runs();
+    assert_eq!(
+        runs.last().unwrap().label,
+        "agent-resume",
+        "B resumed from its handle: {runs:?}"
     );
 }
