@@ -1,0 +1,200 @@
+//! Start-up errors, and the OpenAI error objects every HTTP failure is answered with.
+
+use std::net::SocketAddr;
+
+use cursor_agent::ir::{ErrorInfo, ErrorKind, NextStep};
+use serde_json::json;
+
+/// Why the gateway did not start.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// A command-line mistake (the message says which; empty for `--help`).
+    #[error("{0}")]
+    Usage(String),
+    /// A non-loopback listen address without an API key.
+    #[error(
+        "refusing to listen on {0} without an API key: anyone who reaches it could use your Cursor \
+         account. Pass --api-key KEY (or set CURSOR_GATEWAY_API_KEY), or listen on 127.0.0.1"
+    )]
+    Exposed(SocketAddr),
+    /// An origin flag names a host outside the allowlist.
+    #[error("{flag}: {message}")]
+    Origin {
+        /// The flag.
+        flag: &'static str,
+        /// Why it was refused.
+        message: String,
+    },
+    /// The listen address could not be bound, or the state directory created.
+    #[error("{what}: {source}")]
+    Io {
+        /// What failed.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl GatewayError {
+    /// The classification (all start-up failures are local: fix the configuration).
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Local
+    }
+}
+
+/// An HTTP failure answered as an OpenAI error object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: u16,
+    /// OpenAI's `type`.
+    pub kind: &'static str,
+    /// OpenAI's `code`.
+    pub code: String,
+    /// The message, with this project's class and next step.
+    pub message: String,
+    /// The offending parameter, if one.
+    pub param: Option<String>,
+}
+
+impl ApiError {
+    /// A 400 for bad input: what is wrong, and that the stored conversation is untouched.
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status: 400,
+            kind: "invalid_request_error",
+            code: code.to_owned(),
+            message: format!(
+                "[local] {} (next step: fix the request; the conversation's stored state is unchanged)",
+                message.into()
+            ),
+            param: None,
+        }
+    }
+
+    /// Sets the parameter the error is about.
+    #[must_use]
+    pub fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    /// The same error with another HTTP status.
+    #[must_use]
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// A 404 for an unknown path.
+    pub fn not_found(path: &str) -> Self {
+        Self {
+            status: 404,
+            kind: "invalid_request_error",
+            code: "unknown_url".into(),
+            message: format!(
+                "[local] no route {path} (next step: use /v1/models, /v1/chat/completions or /v1/responses)"
+            ),
+            param: None,
+        }
+    }
+
+    /// A 401 for a missing or wrong gateway API key.
+    pub fn gateway_key() -> Self {
+        Self {
+            status: 401,
+            kind: "authentication_error",
+            code: "invalid_api_key".into(),
+            message:
+                "[auth] missing or wrong gateway API key (next step: send the key the gateway \
+                      was started with as `Authorization: Bearer KEY`)"
+                    .into(),
+            param: None,
+        }
+    }
+
+    /// A classified failure from the crates: 401 auth, 429 quota and rate limits, 400 bad
+    /// input, 502 network and drift.
+    pub fn from_info(info: &ErrorInfo) -> Self {
+        let (status, kind) = match info.kind {
+            ErrorKind::Auth => (401, "authentication_error"),
+            ErrorKind::RemoteRefusal => match info.next_step {
+                NextStep::WaitForQuota | NextStep::WaitAndRetry => (429, "rate_limit_error"),
+                NextStep::SwitchModel | NextStep::PickModel => (400, "invalid_request_error"),
+                _ => (502, "api_error"),
+            },
+            ErrorKind::Network | ErrorKind::ProtocolDrift => (502, "api_error"),
+            ErrorKind::Local => match info.next_step {
+                NextStep::FixInput { .. }
+                | NextStep::SendUserMessage
+                | NextStep::PickModel
+                | NextStep::StartNewSession => (400, "invalid_request_error"),
+                _ => (500, "server_error"),
+            },
+            _ => (502, "api_error"),
+        };
+        Self {
+            status,
+            kind,
+            code: info.kind.as_str().to_owned(),
+            message: format!(
+                "[{}] {} (next step: {})",
+                info.kind, info.message, info.next_step
+            ),
+            param: None,
+        }
+    }
+
+    /// The JSON body: `{"error": {message, type, param, code}}`.
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.code,
+        }})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_the_classification() {
+        let status = |kind, step| ApiError::from_info(&ErrorInfo::new(kind, "m", step)).status;
+        assert_eq!(status(ErrorKind::Auth, NextStep::Login), 401);
+        assert_eq!(
+            status(ErrorKind::RemoteRefusal, NextStep::WaitForQuota),
+            429
+        );
+        assert_eq!(
+            status(ErrorKind::RemoteRefusal, NextStep::WaitAndRetry),
+            429
+        );
+        assert_eq!(status(ErrorKind::Network, NextStep::Retry), 502);
+        assert_eq!(
+            status(ErrorKind::ProtocolDrift, NextStep::UpdateCrates),
+            502
+        );
+        assert_eq!(status(ErrorKind::Local, NextStep::fix_input("x")), 400);
+    }
+
+    #[test]
+    fn the_message_carries_class_and_next_step() {
+        let error = ApiError::from_info(&ErrorInfo::new(
+            ErrorKind::RemoteRefusal,
+            "quota spent",
+            NextStep::WaitForQuota,
+        ));
+        let body = error.body();
+        assert_eq!(body["error"]["type"], "rate_limit_error");
+        assert_eq!(body["error"]["code"], "remote_refusal");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message
+                .starts_with("[remote_refusal] quota spent (next step: wait for the usage quota")
+        );
+    }
+}
