@@ -43,7 +43,11 @@
 //!   `x-cursor-agent-allowed-tools` says (by default a `run:` turn whose header does not allow
 //!   `shell_tool_call` uses the host's MCP command tool);
 //! - `--min-client-version V` [`REPLICA_MIN_CLIENT_VERSION`]: refuse Runs whose
-//!   `x-cursor-client-version` sorts below `V`, with Cursor's "Please update" refusal.
+//!   `x-cursor-client-version` sorts below `V`, with Cursor's "Please update" refusal;
+//! - `--inference-shape live|older` [`REPLICA_INFERENCE_SHAPE`]: the RunInference wire shapes
+//!   (`cursor_inference::testing::WireShape`): `live` (the default) names the resolved model in
+//!   `run_ready` and repeats the call id on every tool-call part with the whole argument JSON
+//!   in the last; `older` is the shape this project first reconstructed.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
 //! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
@@ -59,7 +63,7 @@ use bytes::Bytes;
 use cursor_agent::testing::{AllowedTools, Fault, HoldOpen, McpStateRequests, Replica, Script};
 use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
-use cursor_inference::testing::Replica as InferenceReplica;
+use cursor_inference::testing::{Replica as InferenceReplica, WireShape};
 use cursor_proto::agent::v1::{
     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
     agent_server_message::Message as Server, interaction_update::Message as Update,
@@ -85,6 +89,16 @@ struct Options {
     mcp_state: McpStateRequests,
     ignore_allowed_tools: bool,
     min_client_version: Option<String>,
+    inference_shape: WireShape,
+}
+
+/// The `--inference-shape` words.
+fn inference_shape(word: &str) -> Result<WireShape, BoxError> {
+    match word {
+        "live" => Ok(WireShape::Live),
+        "older" => Ok(WireShape::Older),
+        other => Err(format!("--inference-shape takes live or older, not {other:?}").into()),
+    }
 }
 
 /// The `--mcp-state` words.
@@ -125,6 +139,10 @@ impl Options {
                 .unwrap_or_default(),
             ignore_allowed_tools: env("REPLICA_IGNORE_ALLOWED_TOOLS").is_some_and(|v| v != "0"),
             min_client_version: env("REPLICA_MIN_CLIENT_VERSION"),
+            inference_shape: env("REPLICA_INFERENCE_SHAPE")
+                .map(|word| inference_shape(&word))
+                .transpose()?
+                .unwrap_or_default(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -152,6 +170,10 @@ impl Options {
                 "--min-client-version" => {
                     let version = args.next().ok_or("--min-client-version needs a version")?;
                     options.min_client_version = Some(version);
+                }
+                "--inference-shape" => {
+                    let word = args.next().ok_or("--inference-shape needs a word")?;
+                    options.inference_shape = inference_shape(&word)?;
                 }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
@@ -185,6 +207,7 @@ async fn main() -> Result<(), BoxError> {
         .handler(move |request| answer(&request, &inference_origin, fail_auth, &refreshes));
     let inference = InferenceReplica::new();
     inference.set_fail_auth(options.fail_auth);
+    inference.set_shape(options.inference_shape);
     let inference = inference.listen(inference_builder).await?;
 
     replica.set_fail_auth(options.fail_auth);

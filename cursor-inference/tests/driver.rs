@@ -4,7 +4,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use cursor_inference::driver::{self, RUN_INFERENCE_PATH};
-use cursor_inference::testing::{Replica, Script};
+use cursor_inference::testing::{Replica, Script, WireShape};
 use cursor_inference::{InferenceConfig, InferenceRun};
 use cursor_proto::aiserver::v1::{
     InferenceMessageRole, InferenceStreamErrorType, inference_core_message::Content,
@@ -90,14 +90,23 @@ async fn ping_is_answered_with_pong_and_usage() {
 
 #[tokio::test]
 async fn a_tool_round_hands_the_call_to_the_host_and_sends_the_result_next_turn() {
-    let server = Replica::start().await.unwrap();
+    for shape in [WireShape::Live, WireShape::Older] {
+        tool_round(shape).await;
+    }
+}
+
+/// One tool round against a replica speaking `shape`.
+async fn tool_round(shape: WireShape) {
+    let replica = Replica::new();
+    replica.set_shape(shape);
+    let server = replica.listen(TestServer::builder()).await.unwrap();
     let ask = Message::user_text(r#"tool: read {"path": "notes.txt"}"#);
     let first = Conversation::new("").with_message(ask.clone());
     let (events, _) = turn(server.origin(), &first).await;
     let call = ToolCall::new("call-1", "read", json!({"path": "notes.txt"}));
     assert!(
         events.contains(&Event::ToolCall(call.clone())),
-        "{events:?}"
+        "{shape:?}: {events:?}"
     );
     assert_eq!(
         events.last(),

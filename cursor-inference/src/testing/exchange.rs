@@ -13,7 +13,7 @@ use cursor_transport::envelope::{Code, Compression, ConnectError};
 use cursor_transport::testing::{ServerCall, ServerError};
 use prost_types::value::Kind;
 
-use super::{Replica, Script};
+use super::{Replica, Script, WireShape};
 use crate::driver::RUN_INFERENCE_PATH;
 
 pub(super) async fn serve(replica: &Replica, mut call: ServerCall) -> Result<(), ServerError> {
@@ -30,14 +30,18 @@ pub(super) async fn serve(replica: &Replica, mut call: ServerCall) -> Result<(),
     if call.header("connect-accept-encoding") == Some("gzip") {
         call.set_compression(Compression::Gzip);
     }
-    let Some(ClientArm::RunRequest(_)) = next(&mut call).await? else {
+    let shape = replica.shape();
+    let Some(ClientArm::RunRequest(run)) = next(&mut call).await? else {
         return refuse(call, "the first frame must be run_request").await;
     };
-    send(
-        &mut call,
-        ServerArm::RunReady(RunInferenceRunReady::default()),
-    )
-    .await?;
+    let ready = RunInferenceRunReady {
+        resolved_model: match shape {
+            WireShape::Live => run.requested_model,
+            WireShape::Older => None,
+        },
+        ..RunInferenceRunReady::default()
+    };
+    send(&mut call, ServerArm::RunReady(ready)).await?;
     let Some(ClientArm::InvokeModel(invoke)) = next(&mut call).await? else {
         return refuse(call, "invoke_model must follow run_ready").await;
     };
@@ -70,7 +74,7 @@ pub(super) async fn serve(replica: &Replica, mut call: ServerCall) -> Result<(),
             };
             send(&mut call, ServerArm::InvocationEnd(end)).await?;
         }
-        None => answer(&mut call, &id, &request).await?,
+        None => answer(&mut call, &id, &request, shape).await?,
     }
     // The client ends the run with finish_run, then half-closes.
     while next(&mut call).await?.is_some() {}
@@ -82,6 +86,7 @@ async fn answer(
     call: &mut ServerCall,
     id: &str,
     request: &InferenceStreamRequest,
+    shape: WireShape,
 ) -> Result<(), ServerError> {
     match request.messages.last().map(reply) {
         Some(Reply::Text(text)) => {
@@ -94,20 +99,7 @@ async fn answer(
             text_part(call, id, &text[cut..]).await?;
         }
         Some(Reply::Tool { name, args }) => {
-            let chunks = split_three(&args);
-            for (index, chunk) in chunks.iter().enumerate() {
-                let first = index == 0;
-                let part = InferenceToolCallStreamPart {
-                    tool_call_id: if first {
-                        "call-1".into()
-                    } else {
-                        String::new()
-                    },
-                    tool_name: if first { name.clone() } else { String::new() },
-                    args: (*chunk).to_owned(),
-                    is_complete: index == chunks.len() - 1,
-                    tool_index: Some(0),
-                };
+            for part in tool_call_parts("call-1", &name, &args, shape) {
                 respond(call, id, Response::ToolCallPart(part)).await?;
             }
         }
@@ -162,6 +154,47 @@ fn reply(message: &InferenceCoreMessage) -> Reply {
             Reply::Text(format!("echo: {text}"))
         }
         _ => Reply::Text("echo: ".into()),
+    }
+}
+
+/// One tool call as `tool_call_part`s in `shape`.
+fn tool_call_parts(
+    call_id: &str,
+    name: &str,
+    args: &str,
+    shape: WireShape,
+) -> Vec<InferenceToolCallStreamPart> {
+    let part = |id: &str, name: &str, args: &str, is_complete| InferenceToolCallStreamPart {
+        tool_call_id: id.to_owned(),
+        tool_name: name.to_owned(),
+        args: args.to_owned(),
+        is_complete,
+        tool_index: Some(0),
+    };
+    let chunks = split_three(args);
+    match shape {
+        WireShape::Live => {
+            let mut parts: Vec<_> = chunks
+                .iter()
+                .enumerate()
+                .map(|(i, chunk)| part(call_id, if i == 0 { name } else { "" }, chunk, false))
+                .collect();
+            parts.push(part(call_id, "", args, true));
+            parts
+        }
+        WireShape::Older => chunks
+            .iter()
+            .enumerate()
+            .map(|(i, chunk)| {
+                let first = i == 0;
+                part(
+                    if first { call_id } else { "" },
+                    if first { name } else { "" },
+                    chunk,
+                    i == chunks.len() - 1,
+                )
+            })
+            .collect(),
     }
 }
 

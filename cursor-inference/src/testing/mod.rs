@@ -6,7 +6,7 @@
 //!
 //! - a user message `ping` → the text `pong`, in two parts;
 //! - a user message `tool: <name> <json>` → a call of tool `<name>` with the JSON arguments,
-//!   streamed as three `tool_call_part` chunks, the last marked complete;
+//!   streamed as `tool_call_part` chunks in the replica's [`WireShape`];
 //! - tool results → the text `got: ` followed by the results' text;
 //! - any other user text → `echo: ` followed by it.
 //!
@@ -49,8 +49,24 @@ pub enum Script {
     Silent,
 }
 
+/// Which shapes of the wire the replica speaks (docs/PROTOCOL.md §6.3, §6.4).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WireShape {
+    /// What live servers send, as an independent client written against live paid turns
+    /// reads it (npm `pi-cursor-inference` 0.0.3): `run_ready.resolved_model` names the
+    /// requested model; a tool call streams its argument JSON as three deltas, each part
+    /// repeating the call id, and then a last part (`is_complete`) carrying the whole JSON.
+    #[default]
+    Live,
+    /// The shapes this project first reconstructed: an empty `run_ready`; the call id and
+    /// tool name on the first part only, the last of three chunks marked `is_complete`.
+    Older,
+}
+
 #[derive(Debug, Default)]
 struct State {
+    shape: WireShape,
     scripts: VecDeque<Script>,
     fail_auth: bool,
     requests: Vec<InferenceStreamRequest>,
@@ -104,6 +120,15 @@ impl Replica {
     /// Queues `script` for the next invocation.
     pub fn script(&self, script: Script) {
         self.lock().scripts.push_back(script);
+    }
+
+    /// Speaks `shape` from the next call on ([`WireShape::Live`] by default).
+    pub fn set_shape(&self, shape: WireShape) {
+        self.lock().shape = shape;
+    }
+
+    fn shape(&self) -> WireShape {
+        self.lock().shape
     }
 
     /// Answers every call with HTTP 401.
