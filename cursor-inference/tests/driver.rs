@@ -184,6 +184,11 @@ async fn dropping_the_events_cancels_a_silent_turn() {
         }
     })
     .await;
+    // The only event of a silent turn is run_ready's resolved model.
+    assert_eq!(
+        within(events.next()).await,
+        Some(Event::ModelResolved { model: "m".into() })
+    );
     assert!(
         tokio::time::timeout(Duration::from_millis(50), events.next())
             .await
@@ -241,4 +246,32 @@ async fn large_frames_are_gzip_compressed_on_this_rpc_and_small_ones_are_not() {
     assert_eq!(flags[0], (0, run_request.encoded_len()));
     assert_eq!(flags[1].0 & 1, 1);
     assert!(flags[1].1 < invoke.encoded_len());
+}
+
+#[tokio::test]
+async fn the_live_replica_names_the_resolved_model_and_the_older_one_does_not() {
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    for (shape, expected) in [
+        (WireShape::Live, Some("composer-2.5")),
+        (WireShape::Older, None),
+    ] {
+        let replica = Replica::new();
+        replica.set_shape(shape);
+        let server = replica.listen(TestServer::builder()).await.unwrap();
+        let (events, run) = turn(server.origin(), &conversation).await;
+        let reported: Vec<&str> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::ModelResolved { model } => Some(model.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            reported,
+            expected.into_iter().collect::<Vec<_>>(),
+            "{shape:?}"
+        );
+        assert_eq!(run.resolved_model(), expected, "{shape:?}");
+        assert_eq!(text_of(&events), "pong", "{shape:?}");
+    }
 }

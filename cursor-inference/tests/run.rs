@@ -7,12 +7,12 @@ use cursor_inference::{
     InferenceTimers, RUN_READY_TIMEOUT, StreamRefusal,
 };
 use cursor_proto::aiserver::v1::{
-    InferenceExtendedUsageInfo, InferenceInvocationIdInfo, InferenceStreamError,
-    InferenceStreamErrorType as ErrorType, InferenceStreamResponse, InferenceTextStreamPart,
-    InferenceThinkingStreamPart, InferenceToolCallStreamPart, InferenceUsageInfo,
-    RunInferenceClientMessage, RunInferenceHeartbeat, RunInferenceInvocationEnd,
-    RunInferenceInvocationError, RunInferenceInvocationResponse, RunInferenceRunReady,
-    RunInferenceServerMessage, inference_stream_response::Response,
+    InferenceExtendedUsageInfo, InferenceInvocationIdInfo, InferenceRequestedModel,
+    InferenceStreamError, InferenceStreamErrorType as ErrorType, InferenceStreamResponse,
+    InferenceTextStreamPart, InferenceThinkingStreamPart, InferenceToolCallStreamPart,
+    InferenceUsageInfo, RunInferenceClientMessage, RunInferenceHeartbeat,
+    RunInferenceInvocationEnd, RunInferenceInvocationError, RunInferenceInvocationResponse,
+    RunInferenceRunReady, RunInferenceServerMessage, inference_stream_response::Response,
     run_inference_client_message::Message as Client,
     run_inference_server_message::Message as Server,
 };
@@ -602,4 +602,59 @@ fn configured_watchdogs_replace_the_defaults() {
     run.handle_timeout(now + Duration::from_secs(7));
     let info = last_error(&mut run);
     assert!(info.message.contains("within 7s"), "{info}");
+}
+
+#[test]
+fn run_ready_naming_a_model_is_reported_first_and_its_absence_is_tolerated() {
+    let now = Instant::now();
+    let named = |resolved: Option<&str>, display: Option<&str>| {
+        let mut run = open(now);
+        let ready = RunInferenceRunReady {
+            resolved_model: resolved.map(|id| InferenceRequestedModel {
+                model_id: id.into(),
+                ..InferenceRequestedModel::default()
+            }),
+            routed_model_display_name: display.map(Into::into),
+            ..RunInferenceRunReady::default()
+        };
+        run.handle_server_message(arm(Server::RunReady(ready)), now);
+        run.handle_server_message(text("pong"), now);
+        run.handle_server_message(end(None), now);
+        let model = run.resolved_model().map(str::to_owned);
+        (events(&mut run), model)
+    };
+
+    let (events, model) = named(Some("claude-4.5-sonnet"), Some("Sonnet 4.5"));
+    assert_eq!(
+        events.first(),
+        Some(&Event::ModelResolved {
+            model: "claude-4.5-sonnet".into()
+        })
+    );
+    assert_eq!(model.as_deref(), Some("claude-4.5-sonnet"));
+
+    // Only a display name: it stands in for the slug.
+    let (events, model) = named(None, Some("Sonnet 4.5"));
+    assert!(events.contains(&Event::ModelResolved {
+        model: "Sonnet 4.5".into()
+    }));
+    assert_eq!(model.as_deref(), Some("Sonnet 4.5"));
+
+    // Neither (or an empty id): no event, no error, the turn ends normally.
+    for (resolved, display) in [(None, None), (Some(""), None)] {
+        let (events, model) = named(resolved, display);
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, Event::ModelResolved { .. })),
+            "{events:?}"
+        );
+        assert_eq!(model, None);
+        assert_eq!(
+            events.last(),
+            Some(&Event::Done {
+                reason: StopReason::Stop
+            })
+        );
+    }
 }

@@ -1,10 +1,12 @@
 //! The inference channel end to end against cursor-inference's loopback RunInference replica.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cursor_agent::session::DebugSink;
+
 use cursor_catalog::CatalogStore;
-use cursor_inference::testing::{Replica, ReplicaServer, Script};
+use cursor_inference::testing::{Replica, ReplicaServer, Script, WireShape};
 use cursor_pi_adapter::provider::{
     AbortSignal, Channel, ChannelKind, InferenceChannel, Provider, Spawner, pi_would_retry,
 };
@@ -160,4 +162,66 @@ async fn a_stream_error_ends_the_turn_with_its_classified_text() {
     let text = error["error"]["errorMessage"].as_str().unwrap();
     assert!(text.contains("content filter"), "{text}");
     assert!(text.contains("rephrase"), "{text}");
+}
+
+/// Keeps every debug record in memory.
+#[derive(Debug, Default)]
+struct Records(Mutex<Vec<Value>>);
+
+impl DebugSink for Records {
+    fn record(&self, record: &Value) {
+        self.0.lock().unwrap().push(record.clone());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resolved_model_reaches_pi_and_the_debug_record_and_its_absence_is_recorded() {
+    for (shape, resolved) in [
+        (WireShape::Live, Some("composer-2.5")),
+        (WireShape::Older, None),
+    ] {
+        let replica = Replica::new();
+        replica.set_shape(shape);
+        let replica = replica
+            .listen(cursor_transport::testing::TestServer::builder())
+            .await
+            .unwrap();
+        let records = Arc::new(Records::default());
+        let channel = InferenceChannel::new(
+            Client::new().unwrap(),
+            replica.origin(),
+            IdeIdentity::new("a".repeat(64), "b".repeat(64)),
+            CatalogStore::from_static().catalog().clone(),
+            tokio_spawner(),
+        )
+        .with_debug(Arc::clone(&records) as Arc<dyn DebugSink>);
+        let provider = Provider::select(
+            Ok(ChannelKind::Inference),
+            no_agent,
+            || -> Arc<dyn Channel> { Arc::new(channel) },
+        );
+        let events = turn(&provider, &context(vec![user("ping")])).await;
+        let done = last(&events);
+        assert_eq!(done["reason"], "stop", "{shape:?}: {events:?}");
+        assert_eq!(
+            done["message"].get("responseModel").and_then(Value::as_str),
+            resolved,
+            "{shape:?}: {done}"
+        );
+        // The record is written once the driver task ends, just after the last event.
+        let record = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(record) = records.0.lock().unwrap().first().cloned() {
+                    return record;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("a debug record");
+        assert_eq!(record["event"], "inferenceTurn");
+        assert_eq!(record["requestedModel"], "composer-2.5");
+        assert_eq!(record["resolvedModel"].as_str(), resolved, "{shape:?}");
+        assert!(record["failed"].is_null(), "{record}");
+    }
 }

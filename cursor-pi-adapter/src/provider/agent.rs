@@ -387,7 +387,7 @@ impl TokenSource for PiTokens {
 
 /// The process's one writer of the debug file at `path`: its lock orders the appends and the
 /// rotation of every turn, whichever channel or session the turn came through.
-fn debug_writer(path: &Path) -> Arc<dyn DebugSink> {
+pub(super) fn debug_writer(path: &Path) -> Arc<dyn DebugSink> {
     static WRITERS: Mutex<Vec<Arc<JsonLinesFile>>> = Mutex::new(Vec::new());
     let mut writers = lock(&WRITERS);
     if let Some(writer) = writers.iter().find(|writer| writer.path() == path) {

@@ -11,11 +11,16 @@
 //! from `cursor-identity` for the checksum, and a random client key kept for the life of the
 //! process. A failure ends the turn with its classified error; it is never retried on the
 //! agent channel.
+//!
+//! With `CURSOR_PROVIDER_DEBUG=1` every turn writes one debug record (`event: inferenceTurn`):
+//! the slug asked for, the model `run_ready` resolved (or `null` when the server named none,
+//! which is tolerated) and how the turn ended; never content.
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use cursor_agent::session::DebugSink;
 use cursor_catalog::{Catalog, CatalogStore};
 use cursor_inference::InferenceConfig;
 use cursor_inference::driver;
@@ -24,7 +29,8 @@ use cursor_transport::headers::random_client_key;
 use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::{Channel, ChannelKind, Spawner, Turn, api_origin_from_env};
+use super::agent::debug_writer;
+use super::{Channel, ChannelKind, PiEnv, Spawner, Turn, api_origin_from_env};
 
 /// The inference channel over cursor-inference's driver.
 #[derive(Clone)]
@@ -34,6 +40,7 @@ pub struct InferenceChannel {
     identity: IdeIdentity,
     catalog: Catalog,
     spawn: Spawner,
+    debug: Option<Arc<dyn DebugSink>>,
 }
 
 impl fmt::Debug for InferenceChannel {
@@ -61,7 +68,15 @@ impl InferenceChannel {
             identity,
             catalog,
             spawn,
+            debug: None,
         }
+    }
+
+    /// Writes one debug record per turn to `sink` (`CURSOR_PROVIDER_DEBUG=1`).
+    #[must_use]
+    pub fn with_debug(mut self, sink: Arc<dyn DebugSink>) -> Self {
+        self.debug = Some(sink);
+        self
     }
 
     /// The channel for this process: the API origin ([`api_origin_from_env`]), this machine's
@@ -88,13 +103,12 @@ impl InferenceChannel {
         })?;
         let mut identity = IdeIdentity::new(host.machine_id.clone(), process_client_key()?);
         identity.mac_machine_id = host.mac_machine_id.clone();
-        Ok(Self::new(
-            client,
-            origin,
-            identity,
-            store.catalog().clone(),
-            spawn,
-        ))
+        let channel = Self::new(client, origin, identity, store.catalog().clone(), spawn);
+        let env = PiEnv::from_env();
+        Ok(match (&env.debug_file, env.debug) {
+            (Some(file), true) => channel.with_debug(debug_writer(file)),
+            _ => channel,
+        })
     }
 
     /// Builds the turn's config and headers and starts its driver task.
@@ -125,9 +139,13 @@ impl InferenceChannel {
             config,
             &turn.conversation,
         );
+        let debug = self.debug.clone();
         (self.spawn)(Box::pin(async move {
-            // The outcome reaches pi through the events; the finished run is not needed.
-            let _run = task.await;
+            // The outcome reaches pi through the events; the run only feeds the debug record.
+            let run = task.await;
+            if let Some(sink) = debug {
+                sink.record(&turn_record(&run));
+            }
         }));
         Ok(events)
     }
@@ -144,6 +162,17 @@ impl Channel for InferenceChannel {
             Err(info) => stream::iter([Event::Error(info)]).boxed(),
         }
     }
+}
+
+/// The debug record of a finished turn: labels only.
+fn turn_record(run: &cursor_inference::InferenceRun) -> serde_json::Value {
+    serde_json::json!({
+        "event": "inferenceTurn",
+        "requestedModel": run.config().model_id,
+        // `null`: run_ready named no model (tolerated), or never arrived.
+        "resolvedModel": run.resolved_model(),
+        "failed": run.failure().map(|error| error.kind()),
+    })
 }
 
 /// The `x-client-key` of this process: random, made once, never derived from a token.
