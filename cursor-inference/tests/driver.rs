@@ -198,6 +198,11 @@ async fn dropping_the_events_cancels_a_silent_turn() {
     let run = within(task).await.unwrap();
     assert!(run.is_finished());
     assert!(run.failure().is_none());
+    // The replica saw the cancel_invocation and ended the invocation.
+    assert_eq!(
+        server.replica().canceled(),
+        [run.config().invocation_id.clone()]
+    );
 }
 
 /// The frames' flag bytes in a raw Connect body.

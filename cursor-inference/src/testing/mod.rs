@@ -10,8 +10,11 @@
 //! - tool results → the text `got: ` followed by the results' text;
 //! - any other user text → `echo: ` followed by it.
 //!
-//! Every answer carries usage and ends with `invocation_end`; after the client's `finish_run`
-//! the replica ends the stream. [`Replica::script`] replaces the next answer with an error, and
+//! Every answer carries usage and ends with `invocation_end`. A run carries up to 64
+//! invocations, answered one after the other in the order they arrived (the 65th ends at once
+//! with error code 8, `resource_exhausted`); a `cancel_invocation` stops its invocation between
+//! two frames (or drops it while queued) and ends it with error code 1, `cancelled`. After the
+//! client's `finish_run` and half-close the replica ends the stream. [`Replica::script`] replaces the next answer with an error, and
 //! [`Replica::set_fail_auth`] answers every call with HTTP 401. Responses of 1 KiB or more
 //! are gzip-compressed when the client asked for gzip.
 
@@ -45,7 +48,8 @@ pub enum Script {
         /// The message.
         message: String,
     },
-    /// Sends `run_ready` and then nothing, until the client gives up.
+    /// Sends nothing for the invocation until the client cancels it (then ends it with code 1,
+    /// `cancelled`) or gives up on the run.
     Silent,
 }
 
@@ -70,6 +74,7 @@ struct State {
     scripts: VecDeque<Script>,
     fail_auth: bool,
     requests: Vec<InferenceStreamRequest>,
+    canceled: Vec<String>,
 }
 
 /// The RunInference replica. Cheap to clone; clones share state.
@@ -139,6 +144,15 @@ impl Replica {
     /// Every model request received so far, in order.
     pub fn requests(&self) -> Vec<InferenceStreamRequest> {
         self.lock().requests.clone()
+    }
+
+    /// The ids of the invocations canceled by the client before their end, in order.
+    pub fn canceled(&self) -> Vec<String> {
+        self.lock().canceled.clone()
+    }
+
+    fn note_canceled(&self, id: &str) {
+        self.lock().canceled.push(id.to_owned());
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
