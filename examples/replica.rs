@@ -9,9 +9,10 @@
 //! - the four catalog RPCs from the catalog fixture's realistic roster, with
 //!   `GetServerConfig` naming this origin as the agent host;
 //! - the token refresh `POST /oauth/token`;
-//! - the login poll `GET /auth/poll`: "not yet" (404) for the first `--login-polls` polls of
-//!   every sign-in (default 2), then tokens, as Cursor answers while the user is still in the
-//!   browser;
+//! - the login poll, `POST /auth/poll` with the JSON body `{uuid, verifier}` or the older
+//!   `GET /auth/poll?uuid=…&verifier=…` (either without them is a 400): "not yet" (404) for
+//!   the first `--login-polls` polls of every sign-in (default 2), then tokens, as Cursor
+//!   answers while the user is still in the browser;
 //! - on a second loopback listener, `aiserver.v1.InferenceService/RunInference` with
 //!   `cursor_inference::testing::Replica` (`ping` → `pong`, tool calls on request), beside the
 //!   same catalog and token refresh: the agent replica answers every streaming call on its own
@@ -301,6 +302,13 @@ fn answer(
         return refresh(fail_auth, &counters.refreshes);
     }
     if path == "/auth/poll" {
+        if !names_the_login(request) {
+            return error(
+                400,
+                Code::InvalidArgument,
+                "the poll needs uuid and verifier",
+            );
+        }
         return poll(&counters.polls, counters.login_polls);
     }
     let bearer = request
@@ -417,6 +425,19 @@ fn refresh(fail_auth: bool, refreshes: &AtomicU64) -> Response<Bytes> {
 }
 
 /// The login poll: each sign-in gets `pending` "not yet" answers (404), then tokens.
+/// Whether a login poll carries its uuid and verifier: in the JSON body of a `POST`, in the
+/// query of a `GET`.
+fn names_the_login(request: &Request<Bytes>) -> bool {
+    if request.method() == http::Method::POST {
+        let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap_or_default();
+        return ["uuid", "verifier"]
+            .iter()
+            .all(|field| body[field].as_str().is_some_and(|v| !v.is_empty()));
+    }
+    let query = request.uri().query().unwrap_or_default();
+    query.starts_with("uuid=") && query.contains("&verifier=")
+}
+
 fn poll(polls: &AtomicU64, pending: u64) -> Response<Bytes> {
     let n = polls.fetch_add(1, Ordering::AcqRel);
     let per_login = pending + 1;

@@ -67,10 +67,26 @@ async fn within<F: Future>(future: F) -> F::Output {
 }
 
 #[tokio::test]
-async fn login_polls_the_loopback_endpoint_until_it_answers_with_tokens() {
-    let (server, log) = server(|request, n| {
+async fn login_polls_with_post_and_a_json_body_until_it_answers_with_tokens() {
+    // A stand-in that knows the POST: "not yet" is 404 to either method, the third POST
+    // brings the tokens.
+    let (server, log) = server(|request, _| {
         assert_eq!(request.uri().path(), "/auth/poll");
-        if n < 3 {
+        if request.method() != http::Method::POST {
+            return respond(404, "");
+        }
+        assert_eq!(
+            request.uri().query(),
+            None,
+            "the verifier stays out of the URL"
+        );
+        let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap();
+        assert!(
+            body["uuid"].is_string() && body["verifier"].is_string(),
+            "{body}"
+        );
+        static POSTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        if POSTS.fetch_add(1, std::sync::atomic::Ordering::AcqRel) < 2 {
             respond(404, "")
         } else {
             respond(200, r#"{"accessToken":"acc","refreshToken":"ref"}"#)
@@ -94,7 +110,57 @@ async fn login_polls_the_loopback_endpoint_until_it_answers_with_tokens() {
     );
     assert!(link.contains("/loginDeepControl?challenge="), "{link}");
     assert!(link.ends_with("&mode=login&redirectTarget=cli"), "{link}");
-    assert_eq!(log.lock().unwrap().len(), 3, "two 404s, then the tokens");
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "POST /auth/poll",
+            "GET /auth/poll",
+            "POST /auth/poll",
+            "GET /auth/poll",
+            "POST /auth/poll"
+        ],
+        "two pending rounds, then the tokens"
+    );
+}
+
+#[tokio::test]
+async fn login_falls_back_to_get_on_a_server_without_the_post() {
+    // The older endpoint: the POST is an unknown route (404), the GET answers.
+    let (server, log) = server(|request, n| {
+        assert_eq!(request.uri().path(), "/auth/poll");
+        if request.method() == http::Method::POST {
+            return respond(404, "");
+        }
+        let query = request.uri().query().unwrap_or_default();
+        assert!(
+            query.starts_with("uuid=") && query.contains("&verifier="),
+            "{query}"
+        );
+        if n < 4 {
+            respond(404, "")
+        } else {
+            respond(200, r#"{"accessToken":"acc","refreshToken":"ref"}"#)
+        }
+    })
+    .await;
+    let credentials = within(cursor_auth::login(
+        &Client::new().unwrap(),
+        &TokioClock,
+        &config(&server),
+        |_| {},
+    ))
+    .await
+    .unwrap();
+    assert_eq!(credentials.access, "acc");
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "POST /auth/poll",
+            "GET /auth/poll",
+            "POST /auth/poll",
+            "GET /auth/poll"
+        ]
+    );
 }
 
 #[tokio::test]
