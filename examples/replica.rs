@@ -13,6 +13,9 @@
 //!   `GET /auth/poll?uuid=…&verifier=…` (either without them is a 400): "not yet" (404) for
 //!   the first `--login-polls` polls of every sign-in (default 2), then tokens, as Cursor
 //!   answers while the user is still in the browser;
+//! - the user API key exchange `POST /auth/exchange_user_api_key` (`Authorization: Bearer
+//!   crsr_…`, body `{}`): an unsigned JWT access token valid for an hour, or a 401 for a key
+//!   that does not start with `crsr_` or contains `refused`;
 //! - on a second loopback listener, `aiserver.v1.InferenceService/RunInference` with
 //!   `cursor_inference::testing::Replica` (`ping` → `pong`, tool calls on request), beside the
 //!   same catalog and token refresh: the agent replica answers every streaming call on its own
@@ -248,7 +251,7 @@ async fn main() -> Result<(), BoxError> {
     writeln!(stdout, "REPLICA_ORIGIN={public}")?;
     stdout.flush()?;
     eprintln!(
-        "replica serving Run, the catalog, /oauth/token and /auth/poll at {public}{}",
+        "replica serving Run, the catalog, /oauth/token, /auth/poll and /auth/exchange_user_api_key at {public}{}",
         if options.fail_auth {
             " (failing auth)"
         } else {
@@ -286,6 +289,7 @@ async fn forward(port: u16, inner: u16) -> Result<u16, BoxError> {
 struct Counters {
     refreshes: AtomicU64,
     polls: AtomicU64,
+    exchanges: AtomicU64,
     /// How many polls of each sign-in say "not yet".
     login_polls: u64,
 }
@@ -300,6 +304,9 @@ fn answer(
     let path = request.uri().path();
     if path == "/oauth/token" {
         return refresh(fail_auth, &counters.refreshes);
+    }
+    if path == "/auth/exchange_user_api_key" {
+        return exchange_api_key(request, &counters.exchanges);
     }
     if path == "/auth/poll" {
         if !names_the_login(request) {
@@ -425,6 +432,44 @@ fn refresh(fail_auth: bool, refreshes: &AtomicU64) -> Response<Bytes> {
 }
 
 /// The login poll: each sign-in gets `pending` "not yet" answers (404), then tokens.
+/// The user API key exchange: numbered JWTs valid for an hour, a 401 for a refused key.
+fn exchange_api_key(request: &Request<Bytes>, exchanges: &AtomicU64) -> Response<Bytes> {
+    use base64::Engine as _;
+    let key = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if request.method() != http::Method::POST
+        || !key.starts_with("crsr_")
+        || key.contains("refused")
+    {
+        let mut response = with_type(
+            Response::new(Bytes::from_static(br#"{"error":"invalid user api key"}"#)),
+            "application/json",
+        );
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        return response;
+    }
+    let n = exchanges.fetch_add(1, Ordering::AcqRel) + 1;
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|now| now.as_secs() + 3600)
+        .unwrap_or(0);
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let access = format!(
+        "{}.{}.replica",
+        engine.encode(r#"{"alg":"none"}"#),
+        engine.encode(format!(r#"{{"sub":"replica-api-key-{n}","exp":{exp}}}"#))
+    );
+    let body = serde_json::json!({"accessToken": access, "refreshToken": format!("replica-key-refresh-{n}")});
+    with_type(
+        Response::new(Bytes::from(body.to_string())),
+        "application/json",
+    )
+}
+
 /// Whether a login poll carries its uuid and verifier: in the JSON body of a `POST`, in the
 /// query of a `GET`.
 fn names_the_login(request: &Request<Bytes>) -> bool {
