@@ -73,6 +73,8 @@ struct State {
     shape: WireShape,
     scripts: VecDeque<Script>,
     fail_auth: bool,
+    fail_auth_next: usize,
+    calls: usize,
     requests: Vec<InferenceStreamRequest>,
     canceled: Vec<String>,
 }
@@ -127,6 +129,16 @@ impl Replica {
         self.lock().scripts.push_back(script);
     }
 
+    /// Answers the next `calls` calls with HTTP 401 (then as usual).
+    pub fn fail_auth_next(&self, calls: usize) {
+        self.lock().fail_auth_next = calls;
+    }
+
+    /// How many RunInference calls arrived (including refused ones).
+    pub fn calls(&self) -> usize {
+        self.lock().calls
+    }
+
     /// Speaks `shape` from the next call on ([`WireShape::Live`] by default).
     pub fn set_shape(&self, shape: WireShape) {
         self.lock().shape = shape;
@@ -159,8 +171,15 @@ impl Replica {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Counts a call and says whether to refuse it with 401.
     fn fails_auth(&self) -> bool {
-        self.lock().fail_auth
+        let mut state = self.lock();
+        state.calls += 1;
+        if state.fail_auth_next > 0 {
+            state.fail_auth_next -= 1;
+            return true;
+        }
+        state.fail_auth
     }
 
     fn next_script(&self) -> Option<Script> {

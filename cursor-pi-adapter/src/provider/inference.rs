@@ -10,7 +10,9 @@
 //! The call presents the IDE identity (RunInference refuses the CLI one): this machine's ids
 //! from `cursor-identity` for the checksum, and a random client key kept for the life of the
 //! process. A failure ends the turn with its classified error; it is never retried on the
-//! agent channel.
+//! agent channel. One exception, as on the agent channel: a call refused with 401 before
+//! anything streamed is answered by one token refresh (the stored refresh token, or a new
+//! exchange of a user API key from `CURSOR_API_KEY`) and replayed once.
 //!
 //! With `CURSOR_PROVIDER_DEBUG=1` every turn writes one debug record (`event: inferenceTurn`):
 //! the slug asked for, the model `run_ready` resolved (or `null` when the server named none,
@@ -30,7 +32,9 @@ use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders,
 use futures::stream::{self, BoxStream, StreamExt};
 
 use super::agent::debug_writer;
-use super::{Channel, ChannelKind, PiEnv, Spawner, Turn, api_origin_from_env};
+use super::{
+    Channel, ChannelKind, CursorOAuth, PiEnv, Spawner, Turn, api_origin_from_env, auth_config,
+};
 
 /// The inference channel over cursor-inference's driver.
 #[derive(Clone)]
@@ -41,6 +45,7 @@ pub struct InferenceChannel {
     catalog: Catalog,
     spawn: Spawner,
     debug: Option<Arc<dyn DebugSink>>,
+    oauth: Option<CursorOAuth>,
 }
 
 impl fmt::Debug for InferenceChannel {
@@ -69,7 +74,16 @@ impl InferenceChannel {
             catalog,
             spawn,
             debug: None,
+            oauth: None,
         }
+    }
+
+    /// Exchanges user API keys, and answers a call refused with 401 by one refresh and one
+    /// replay, through `oauth`.
+    #[must_use]
+    pub fn with_token_refresh(mut self, oauth: CursorOAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Writes one debug record per turn to `sink` (`CURSOR_PROVIDER_DEBUG=1`).
@@ -103,7 +117,13 @@ impl InferenceChannel {
         })?;
         let mut identity = IdeIdentity::new(host.machine_id.clone(), process_client_key()?);
         identity.mac_machine_id = host.mac_machine_id.clone();
-        let channel = Self::new(client, origin, identity, store.catalog().clone(), spawn);
+        let oauth = CursorOAuth::with_config(
+            Arc::new(client.clone()),
+            Arc::new(cursor_transport::TokioClock),
+            auth_config(&origin),
+        );
+        let channel = Self::new(client, origin, identity, store.catalog().clone(), spawn)
+            .with_token_refresh(oauth);
         let env = PiEnv::from_env();
         Ok(match (&env.debug_file, env.debug) {
             (Some(file), true) => channel.with_debug(debug_writer(file)),
@@ -111,9 +131,61 @@ impl InferenceChannel {
         })
     }
 
+    /// The turn: its credential resolved (a user API key exchanged), its call started, and on
+    /// a 401 before anything streamed, one refresh and one replay.
+    async fn run(self, turn: Turn) -> BoxStream<'static, Event> {
+        let fail = |info: ErrorInfo| stream::iter([Event::Error(info)]).boxed();
+        let credential = match turn.options.access_token() {
+            Ok(credential) => credential.to_owned(),
+            Err(info) => return fail(info),
+        };
+        let api_key = cursor_auth::is_user_api_key(&credential)
+            .then(|| super::auth::user_api_key(&credential));
+        let token = match (&api_key, &self.oauth) {
+            (None, _) => credential,
+            (Some(key), Some(oauth)) => match oauth.api_key_access(key).await {
+                Ok(token) => token,
+                Err(info) => return fail(info),
+            },
+            (Some(_), None) => return fail(no_auth_endpoints()),
+        };
+        let mut events = match self.start(&turn, &token) {
+            Ok(events) => events,
+            Err(info) => return fail(info),
+        };
+        let first = events.next().await;
+        let Some(Event::Error(refused)) = &first else {
+            return stream::iter(first).chain(events).boxed();
+        };
+        if refused.http_status != Some(401) {
+            return stream::iter(first).chain(events).boxed();
+        }
+        let refresh = turn
+            .options
+            .refresh_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|token| !token.is_empty());
+        let fresh = match (&api_key, &self.oauth, refresh) {
+            (Some(key), Some(oauth), _) => oauth.api_key_after_401(key, &token).await,
+            (None, Some(oauth), Some(refresh)) => oauth.refresh_access(&token, refresh).await,
+            // Nothing to refresh with: the refusal stands.
+            _ => return stream::iter(first).chain(events).boxed(),
+        };
+        match fresh.and_then(|fresh| self.start(&turn, &fresh)) {
+            Ok(replay) => replay.boxed(),
+            Err(mut info) => {
+                info.message = format!(
+                    "Cursor refused the access token and refreshing it failed: {}",
+                    info.message
+                );
+                fail(info)
+            }
+        }
+    }
+
     /// Builds the turn's config and headers and starts its driver task.
-    fn start(&self, turn: &Turn) -> Result<driver::InferenceEvents, ErrorInfo> {
-        let token = turn.options.access_token()?;
+    fn start(&self, turn: &Turn, token: &str) -> Result<driver::InferenceEvents, ErrorInfo> {
         // The bare slug: an effort variant is not a model id RunInference knows.
         let slug = self
             .catalog
@@ -157,11 +229,16 @@ impl Channel for InferenceChannel {
     }
 
     fn open(&self, turn: Turn) -> BoxStream<'static, Event> {
-        match self.start(&turn) {
-            Ok(events) => events.boxed(),
-            Err(info) => stream::iter([Event::Error(info)]).boxed(),
-        }
+        stream::once(self.clone().run(turn)).flatten().boxed()
     }
+}
+
+fn no_auth_endpoints() -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorKind::Local,
+        "a user API key reached an inference channel built without the Cursor auth endpoints",
+        NextStep::host_bug("build the channel with with_token_refresh"),
+    )
 }
 
 /// The debug record of a finished turn: labels only.
