@@ -72,7 +72,25 @@ pub struct InferenceRun {
 impl InferenceRun {
     /// A turn answering `conversation` with `config`, opened at `now`: the `run_request`
     /// frame is ready to send, and the `run_ready` watchdog starts.
+    ///
+    /// A conversation whose images the backend would not take
+    /// ([`request::check_images`]) gives a turn that is already over: its one event is the
+    /// error, and it has nothing to send (not even `finish_run`).
     pub fn open(config: InferenceConfig, conversation: &Conversation, now: Instant) -> Self {
+        if let Err(error) = request::check_images(conversation) {
+            return Self {
+                config,
+                phase: Phase::Finished,
+                invoke: None,
+                transmit: VecDeque::new(),
+                events: VecDeque::from([Event::Error(error.to_info())]),
+                deadline: None,
+                tool_calls: ToolCallAssembler::default(),
+                asked_for_tools: false,
+                failure: Some(error),
+                resolved_model: None,
+            };
+        }
         let run_request = request::run_request(&config, conversation);
         let deadline = Some(now + config.timers().run_ready);
         let invoke = request::invoke_model(&config, conversation);

@@ -280,3 +280,20 @@ async fn the_live_replica_names_the_resolved_model_and_the_older_one_does_not() 
         assert_eq!(text_of(&events), "pong", "{shape:?}");
     }
 }
+
+#[tokio::test]
+async fn a_turn_with_an_unsupported_image_opens_no_call() {
+    let server = Replica::start().await.unwrap();
+    let conversation = Conversation::new("").with_message(Message::User {
+        content: vec![cursor_proto::ir::UserContent::Image(
+            cursor_proto::ir::Image::new("image/svg+xml", b"<svg/>".to_vec()),
+        )],
+    });
+    let (events, run) = turn(server.origin(), &conversation).await;
+    assert!(
+        matches!(events.as_slice(), [Event::Error(info)] if info.kind == ErrorKind::Local),
+        "{events:?}"
+    );
+    assert!(run.failure().is_some());
+    assert_eq!(server.replica().calls(), 0);
+}

@@ -658,3 +658,65 @@ fn run_ready_naming_a_model_is_reported_first_and_its_absence_is_tolerated() {
         );
     }
 }
+
+#[test]
+fn images_the_backend_would_not_take_fail_the_turn_before_anything_is_sent() {
+    use cursor_inference::request::MAX_IMAGE_BYTES;
+    use cursor_proto::ir::{Image, UserContent};
+    let png = |len: usize| {
+        let mut data = b"\x89PNG\r\n\x1a\n".to_vec();
+        data.resize(len.max(8), 0);
+        data
+    };
+    let with = |images: Vec<Image>| {
+        let mut content = vec![UserContent::Text {
+            text: "look".into(),
+        }];
+        content.extend(images.into_iter().map(UserContent::Image));
+        Conversation::new("").with_message(Message::User { content })
+    };
+    let now = Instant::now();
+    let refused = |conversation: Conversation, says: &str| {
+        let mut run =
+            InferenceRun::open(InferenceConfig::with_ids("m", "c", "i"), &conversation, now);
+        assert!(run.is_finished());
+        assert!(run.poll_transmit().is_none(), "nothing is sent");
+        let events = events(&mut run);
+        let [Event::Error(info)] = events.as_slice() else {
+            panic!("one error: {events:?}");
+        };
+        assert_eq!(info.kind, ErrorKind::Local, "{info:?}");
+        assert!(info.message.contains(says), "{info:?}");
+    };
+    refused(
+        with(vec![Image::new("image/tiff", png(10))]),
+        "image/tiff is not supported",
+    );
+    refused(
+        with(vec![Image::new("image/jpeg", png(10))]),
+        "its bytes are of another format",
+    );
+    let half = MAX_IMAGE_BYTES / 2 + 1;
+    refused(
+        with(vec![
+            Image::new("image/png", png(half)),
+            Image::new("image/png", png(half)),
+        ]),
+        "over the",
+    );
+
+    // Within the cap, and of the declared format: the run opens as usual.
+    let ok = with(vec![
+        Image::new("image/png", png(1000)),
+        Image::new("image/gif", b"GIF89a...".to_vec()),
+        Image::new("image/webp", b"RIFF\0\0\0\0WEBPVP8 ".to_vec()),
+        Image::new("image/jpeg", vec![0xff, 0xd8, 0xff, 0xe0]),
+        Image::new("image/bmp", b"BM....".to_vec()),
+    ]);
+    let mut run = InferenceRun::open(InferenceConfig::with_ids("m", "c", "i"), &ok, now);
+    assert!(!run.is_finished());
+    assert!(matches!(
+        run.poll_transmit().and_then(|m| m.message),
+        Some(Client::RunRequest(_))
+    ));
+}

@@ -58,7 +58,7 @@ pub enum Script {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WireShape {
     /// What live servers send, as an independent client written against live paid turns
-    /// reads it (npm `pi-cursor-inference` 0.0.3): `run_ready.resolved_model` names the
+    /// reads it (docs/PROTOCOL.md §6.5 names it): `run_ready.resolved_model` names the
     /// requested model; a tool call streams its argument JSON as three deltas, each part
     /// repeating the call id, and then a last part (`is_complete`) carrying the whole JSON.
     #[default]

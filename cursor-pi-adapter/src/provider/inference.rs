@@ -192,7 +192,14 @@ impl InferenceChannel {
             .slug_for(&turn.model.id, None)
             .map_err(ErrorInfo::from)?
             .to_owned();
-        let mut config = InferenceConfig::new(slug).map_err(|error| error.to_info())?;
+        // Max mode when the model runs in it only, as the agent channel sends it.
+        let max_mode = self
+            .catalog
+            .row(&turn.model.id)
+            .is_some_and(|row| row.max_mode.request_flag());
+        let mut config = InferenceConfig::new(slug)
+            .map_err(|error| error.to_info())?
+            .with_max_mode(max_mode);
         if let Some(max) = turn.options.max_tokens {
             config = config.with_max_tokens(u32::try_from(max).unwrap_or(u32::MAX));
         }
