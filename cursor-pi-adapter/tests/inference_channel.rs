@@ -372,3 +372,63 @@ async fn a_user_api_key_is_exchanged_and_exchanged_again_after_a_401_on_the_infe
     assert_eq!(last(&events)["type"], "error", "{events:?}");
     assert_eq!(f.replica.replica().calls(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_runs_in_max_mode_only_is_requested_with_max_mode() {
+    // A catalog snapshot with one family that requires max mode and one that only offers it.
+    let row = |id: &str, max_mode: &str| {
+        json!({"id": id, "name": id, "reasoning": false, "input": ["text"],
+            "contextWindow": 200000, "maxTokens": 64000, "maxMode": max_mode,
+            "thinkingLevels": {}, "defaultSlug": id, "slugs": [id]})
+    };
+    let snapshot = json!({"version": 1, "fetchedAtMs": 1, "catalog": {"rows": [
+        row("max-only", "required"), row("max-optional", "optional")
+    ]}});
+    // (A version-1 snapshot is healed with a warning; the rows stand.)
+    let (store, _warnings) = CatalogStore::restore(Some(&snapshot.to_string()));
+    let replica = Replica::start().await.unwrap();
+    let channel = InferenceChannel::new(
+        Client::new().unwrap(),
+        replica.origin(),
+        IdeIdentity::new("a".repeat(64), "b".repeat(64)),
+        store.catalog().clone(),
+        tokio_spawner(),
+    );
+    let provider = Provider::select(
+        Ok(ChannelKind::Inference),
+        no_agent,
+        || -> Arc<dyn Channel> { Arc::new(channel) },
+    );
+    for id in ["max-only", "max-optional"] {
+        let model = MODEL.replace("composer-2.5", id);
+        let mut events = Vec::new();
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            provider.stream(
+                &model,
+                &context(vec![user("ping")]),
+                OPTIONS,
+                AbortSignal::never(),
+                |e| events.push(e),
+            ),
+        )
+        .await
+        .expect("the turn ends");
+        assert_eq!(last(&events)["type"], "done", "{id}: {events:?}");
+    }
+    let requests = replica.replica().requests();
+    let max_modes: Vec<(String, bool)> = requests
+        .iter()
+        .map(|request| {
+            let model = request.requested_model.as_ref().unwrap();
+            (model.model_id.clone(), model.max_mode)
+        })
+        .collect();
+    assert_eq!(
+        max_modes,
+        [
+            ("max-only".to_owned(), true),
+            ("max-optional".to_owned(), false)
+        ]
+    );
+}
