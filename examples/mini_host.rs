@@ -8,8 +8,15 @@
 //!
 //! - `--origin URL`: the agent origin, for example a loopback replica
 //!   (`cargo run -p cursor-examples --example replica`). Without it the agent host comes from
-//!   the model catalog's snapshot (Cursor's default otherwise) and `CURSOR_ACCESS_TOKEN` must
-//!   hold a Cursor access token.
+//!   the model catalog's snapshot (Cursor's default otherwise).
+//! - `--api-origin URL`: where a user API key is exchanged (default: `--origin` when given,
+//!   else `https://api2.cursor.sh`).
+//!
+//! The credential: `CURSOR_ACCESS_TOKEN` (an access token), else `CURSOR_API_KEY` (a user API
+//! key, `crsr_…`, exchanged at `/auth/exchange_user_api_key` for an access token that is kept
+//! in memory until its `exp` and exchanged again after a 401; neither is written anywhere),
+//! else, with `--origin`, a placeholder token the loopback replica accepts. This host has no
+//! sign-in of its own, so an environment credential is all it has.
 //! - `--state DIR` (default `./.mini-host`): where the transcript (`transcript.json`) and the
 //!   resume handles (`handles/`) live. A second process with the same directory continues the
 //!   same remote conversation instead of replaying it.
@@ -29,13 +36,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use cursor_agent::ir::Classify as _;
 use cursor_agent::ir::{
     AssistantContent, Conversation, ErrorInfo, Event, Message, StopReason, Tool, ToolCall,
     ToolResult,
 };
-use cursor_agent::session::{AgentSession, Client, ModelChoice, Origin, StaticToken};
+use cursor_agent::session::{AgentSession, Client, ModelChoice, Origin, StaticToken, TokenSource};
 use cursor_agent::{AgentEvent, HostProfile};
+use cursor_auth::{AuthConfig, UserApiKey};
 use cursor_catalog::CatalogStore;
+use cursor_transport::TokioClock;
 use serde_json::{Value, json};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -45,6 +55,7 @@ const SESSION_ID: &str = "mini-host";
 
 struct Options {
     origin: Option<String>,
+    api_origin: Option<String>,
     state: PathBuf,
     model: String,
     prompt: String,
@@ -53,6 +64,7 @@ struct Options {
 fn options() -> Result<Options, BoxError> {
     let mut options = Options {
         origin: None,
+        api_origin: None,
         state: PathBuf::from(".mini-host"),
         model: "composer-2.5".into(),
         prompt: String::new(),
@@ -61,6 +73,9 @@ fn options() -> Result<Options, BoxError> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--origin" => options.origin = Some(args.next().ok_or("--origin needs a URL")?),
+            "--api-origin" => {
+                options.api_origin = Some(args.next().ok_or("--api-origin needs a URL")?);
+            }
             "--state" => options.state = args.next().ok_or("--state needs a directory")?.into(),
             "--model" => options.model = args.next().ok_or("--model needs an id")?,
             other if other.starts_with("--") => return Err(format!("unknown flag {other}").into()),
@@ -68,9 +83,66 @@ fn options() -> Result<Options, BoxError> {
         }
     }
     if options.prompt.is_empty() {
-        return Err("usage: mini_host [--origin URL] [--state DIR] [--model ID] PROMPT".into());
+        return Err(
+            "usage: mini_host [--origin URL] [--api-origin URL] [--state DIR] [--model ID] PROMPT"
+                .into(),
+        );
     }
     Ok(options)
+}
+
+/// The environment's credential (see the module docs).
+fn token_source(options: &Options) -> Result<Arc<dyn TokenSource>, BoxError> {
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+    };
+    if let Some(token) = env("CURSOR_ACCESS_TOKEN") {
+        return Ok(Arc::new(StaticToken::new(token)));
+    }
+    if let Some(key) = env("CURSOR_API_KEY") {
+        let api = options
+            .api_origin
+            .clone()
+            .or_else(|| options.origin.clone())
+            .unwrap_or_else(|| cursor_auth::DEFAULT_API_BASE.to_owned());
+        return Ok(Arc::new(ApiKeyTokens {
+            key: UserApiKey::new(key),
+            client: Client::new()?,
+            config: AuthConfig::with_bases(api, cursor_auth::DEFAULT_WEBSITE_BASE),
+        }));
+    }
+    if options.origin.is_some() {
+        return Ok(Arc::new(StaticToken::new("loopback")));
+    }
+    Err("set CURSOR_ACCESS_TOKEN or CURSOR_API_KEY, or pass --origin of a loopback replica".into())
+}
+
+/// A user API key exchanged for access tokens, in memory only.
+#[derive(Debug)]
+struct ApiKeyTokens {
+    key: UserApiKey,
+    client: Client,
+    config: AuthConfig,
+}
+
+#[async_trait::async_trait]
+impl TokenSource for ApiKeyTokens {
+    async fn access_token(&self) -> Result<String, ErrorInfo> {
+        self.key
+            .access_token(&self.client, &TokioClock, &self.config)
+            .await
+            .map_err(|error| error.to_info())
+    }
+
+    async fn refresh(&self, rejected: &str) -> Result<String, ErrorInfo> {
+        self.key
+            .exchange_after_401(&self.client, &TokioClock, &self.config, rejected)
+            .await
+            .map_err(|error| error.to_info())
+    }
 }
 
 /// How Cursor and the model see this host.
@@ -112,16 +184,13 @@ async fn main() -> Result<(), BoxError> {
     // The model: the catalog's published slug for the id (offline: its shipped table).
     let (catalog, _warnings) = CatalogStore::restore(None);
     let model = ModelChoice::new(catalog.catalog().slug_for(&options.model, None)?);
-    let (origin, token) = match &options.origin {
-        Some(origin) => (Origin::parse(origin)?, "loopback".to_owned()),
-        None => (
-            catalog.agent_origin(None)?.origin,
-            std::env::var("CURSOR_ACCESS_TOKEN")
-                .map_err(|_| "set CURSOR_ACCESS_TOKEN, or pass --origin of a loopback replica")?,
-        ),
+    let origin = match &options.origin {
+        Some(origin) => Origin::parse(origin)?,
+        None => catalog.agent_origin(None)?.origin,
     };
+    let tokens = token_source(&options)?;
     let workspace = std::env::current_dir()?;
-    let session = AgentSession::builder(Client::new()?, origin, Arc::new(StaticToken::new(token)))
+    let session = AgentSession::builder(Client::new()?, origin, tokens)
         .profile(profile())
         .handle_dir(options.state.join("handles"))
         .workspace_uri(cursor_agent::file_uri::from_path(&workspace))

@@ -9,9 +9,13 @@
 //! - the four catalog RPCs from the catalog fixture's realistic roster, with
 //!   `GetServerConfig` naming this origin as the agent host;
 //! - the token refresh `POST /oauth/token`;
-//! - the login poll `GET /auth/poll`: "not yet" (404) for the first `--login-polls` polls of
-//!   every sign-in (default 2), then tokens, as Cursor answers while the user is still in the
-//!   browser;
+//! - the login poll, `POST /auth/poll` with the JSON body `{uuid, verifier}` or the older
+//!   `GET /auth/poll?uuid=…&verifier=…` (either without them is a 400): "not yet" (404) for
+//!   the first `--login-polls` polls of every sign-in (default 2), then tokens, as Cursor
+//!   answers while the user is still in the browser;
+//! - the user API key exchange `POST /auth/exchange_user_api_key` (`Authorization: Bearer
+//!   crsr_…`, body `{}`): an unsigned JWT access token valid for an hour, or a 401 for a key
+//!   that does not start with `crsr_` or contains `refused`;
 //! - on a second loopback listener, `aiserver.v1.InferenceService/RunInference` with
 //!   `cursor_inference::testing::Replica` (`ping` → `pong`, tool calls on request), beside the
 //!   same catalog and token refresh: the agent replica answers every streaming call on its own
@@ -43,7 +47,11 @@
 //!   `x-cursor-agent-allowed-tools` says (by default a `run:` turn whose header does not allow
 //!   `shell_tool_call` uses the host's MCP command tool);
 //! - `--min-client-version V` [`REPLICA_MIN_CLIENT_VERSION`]: refuse Runs whose
-//!   `x-cursor-client-version` sorts below `V`, with Cursor's "Please update" refusal.
+//!   `x-cursor-client-version` sorts below `V`, with Cursor's "Please update" refusal;
+//! - `--inference-shape live|older` [`REPLICA_INFERENCE_SHAPE`]: the RunInference wire shapes
+//!   (`cursor_inference::testing::WireShape`): `live` (the default) names the resolved model in
+//!   `run_ready` and repeats the call id on every tool-call part with the whole argument JSON
+//!   in the last; `older` is the shape this project first reconstructed.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
 //! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
@@ -59,7 +67,7 @@ use bytes::Bytes;
 use cursor_agent::testing::{AllowedTools, Fault, HoldOpen, McpStateRequests, Replica, Script};
 use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
-use cursor_inference::testing::Replica as InferenceReplica;
+use cursor_inference::testing::{Replica as InferenceReplica, WireShape};
 use cursor_proto::agent::v1::{
     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
     agent_server_message::Message as Server, interaction_update::Message as Update,
@@ -84,6 +92,16 @@ struct Options {
     mcp_state: McpStateRequests,
     ignore_allowed_tools: bool,
     min_client_version: Option<String>,
+    inference_shape: WireShape,
+}
+
+/// The `--inference-shape` words.
+fn inference_shape(word: &str) -> Result<WireShape, BoxError> {
+    match word {
+        "live" => Ok(WireShape::Live),
+        "older" => Ok(WireShape::Older),
+        other => Err(format!("--inference-shape takes live or older, not {other:?}").into()),
+    }
 }
 
 /// The `--mcp-state` words.
@@ -124,6 +142,10 @@ impl Options {
                 .unwrap_or_default(),
             ignore_allowed_tools: env("REPLICA_IGNORE_ALLOWED_TOOLS").is_some_and(|v| v != "0"),
             min_client_version: env("REPLICA_MIN_CLIENT_VERSION"),
+            inference_shape: env("REPLICA_INFERENCE_SHAPE")
+                .map(|word| inference_shape(&word))
+                .transpose()?
+                .unwrap_or_default(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -151,6 +173,10 @@ impl Options {
                 "--min-client-version" => {
                     let version = args.next().ok_or("--min-client-version needs a version")?;
                     options.min_client_version = Some(version);
+                }
+                "--inference-shape" => {
+                    let word = args.next().ok_or("--inference-shape needs a word")?;
+                    options.inference_shape = inference_shape(&word)?;
                 }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
@@ -186,6 +212,7 @@ async fn main() -> Result<(), BoxError> {
         .handler(move |request| answer(&request, &inference_origin, fail_auth, &refreshes));
     let inference = InferenceReplica::new();
     inference.set_fail_auth(options.fail_auth);
+    inference.set_shape(options.inference_shape);
     let inference = inference.listen(inference_builder).await?;
 
     replica.set_fail_auth(options.fail_auth);
@@ -220,7 +247,7 @@ async fn main() -> Result<(), BoxError> {
     writeln!(stdout, "REPLICA_ORIGIN={public}")?;
     stdout.flush()?;
     eprintln!(
-        "replica serving Run, the catalog, /oauth/token and /auth/poll at {public}{}",
+        "replica serving Run, the catalog, /oauth/token, /auth/poll and /auth/exchange_user_api_key at {public}{}",
         if options.fail_auth {
             " (failing auth)"
         } else {
@@ -238,6 +265,7 @@ async fn main() -> Result<(), BoxError> {
 struct Counters {
     refreshes: AtomicU64,
     polls: AtomicU64,
+    exchanges: AtomicU64,
     /// How many polls of each sign-in say "not yet".
     login_polls: u64,
 }
@@ -253,7 +281,17 @@ fn answer(
     if path == "/oauth/token" {
         return refresh(fail_auth, &counters.refreshes);
     }
+    if path == "/auth/exchange_user_api_key" {
+        return exchange_api_key(request, &counters.exchanges);
+    }
     if path == "/auth/poll" {
+        if !names_the_login(request) {
+            return error(
+                400,
+                Code::InvalidArgument,
+                "the poll needs uuid and verifier",
+            );
+        }
         return poll(&counters.polls, counters.login_polls);
     }
     let bearer = request
@@ -370,6 +408,57 @@ fn refresh(fail_auth: bool, refreshes: &AtomicU64) -> Response<Bytes> {
 }
 
 /// The login poll: each sign-in gets `pending` "not yet" answers (404), then tokens.
+/// The user API key exchange: numbered JWTs valid for an hour, a 401 for a refused key.
+fn exchange_api_key(request: &Request<Bytes>, exchanges: &AtomicU64) -> Response<Bytes> {
+    use base64::Engine as _;
+    let key = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if request.method() != http::Method::POST
+        || !key.starts_with("crsr_")
+        || key.contains("refused")
+    {
+        let mut response = with_type(
+            Response::new(Bytes::from_static(br#"{"error":"invalid user api key"}"#)),
+            "application/json",
+        );
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        return response;
+    }
+    let n = exchanges.fetch_add(1, Ordering::AcqRel) + 1;
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|now| now.as_secs() + 3600)
+        .unwrap_or(0);
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let access = format!(
+        "{}.{}.replica",
+        engine.encode(r#"{"alg":"none"}"#),
+        engine.encode(format!(r#"{{"sub":"replica-api-key-{n}","exp":{exp}}}"#))
+    );
+    let body = serde_json::json!({"accessToken": access, "refreshToken": format!("replica-key-refresh-{n}")});
+    with_type(
+        Response::new(Bytes::from(body.to_string())),
+        "application/json",
+    )
+}
+
+/// Whether a login poll carries its uuid and verifier: in the JSON body of a `POST`, in the
+/// query of a `GET`.
+fn names_the_login(request: &Request<Bytes>) -> bool {
+    if request.method() == http::Method::POST {
+        let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap_or_default();
+        return ["uuid", "verifier"]
+            .iter()
+            .all(|field| body[field].as_str().is_some_and(|v| !v.is_empty()));
+    }
+    let query = request.uri().query().unwrap_or_default();
+    query.starts_with("uuid=") && query.contains("&verifier=")
+}
+
 fn poll(polls: &AtomicU64, pending: u64) -> Response<Bytes> {
     let n = polls.fetch_add(1, Ordering::AcqRel);
     let per_login = pending + 1;

@@ -34,6 +34,15 @@ pub enum AuthError {
         /// The refresh response status.
         status: StatusCode,
     },
+    /// Cursor refused the user API key at the exchange (or the key cannot be sent at all).
+    #[error("Cursor refused the user API key{}", match status {
+        Some(status) => format!(" (HTTP {status})"),
+        None => " (it is not a valid header value)".to_owned(),
+    })]
+    ApiKeyRefused {
+        /// The exchange response status; `None` when the key never left this process.
+        status: Option<StatusCode>,
+    },
     /// A request was refused with 401 even after refreshing the access token.
     #[error("Cursor refused the access token even after a refresh (HTTP 401)")]
     Unauthorized,
@@ -78,6 +87,7 @@ impl Classify for AuthError {
             Self::LoginTimedOut { .. }
             | Self::LogoutRequired
             | Self::RefreshRejected { .. }
+            | Self::ApiKeyRefused { .. }
             | Self::Unauthorized => ErrorKind::Auth,
             Self::LoginRefused { .. } => ErrorKind::RemoteRefusal,
             Self::UnexpectedStatus { status, .. } => status_kind(*status),
@@ -100,6 +110,9 @@ impl Classify for AuthError {
             Self::InvalidBaseUrl { .. } => {
                 NextStep::fix_config("fix the configured Cursor base URL")
             }
+            Self::ApiKeyRefused { .. } => NextStep::fix_config(
+                "create a new user API key in the Cursor dashboard and set CURSOR_API_KEY to it, or unset it and sign in",
+            ),
             _ => match self.kind() {
                 ErrorKind::Auth => NextStep::Login,
                 ErrorKind::RemoteRefusal => NextStep::WaitAndRetry,
@@ -115,6 +128,7 @@ impl Classify for AuthError {
                 Some(status.as_u16())
             }
             Self::Unauthorized => Some(401),
+            Self::ApiKeyRefused { status } => status.map(|status| status.as_u16()),
             _ => None,
         }
     }

@@ -71,6 +71,7 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod api_key;
 mod authed;
 mod client;
 mod config;
@@ -82,6 +83,10 @@ mod login;
 mod pkce;
 mod refresh;
 
+pub use api_key::{
+    USER_API_KEY_PREFIX, UserApiKey, exchange_request, exchange_user_api_key,
+    handle_exchange_response, is_user_api_key,
+};
 pub use authed::{AccessToken, Attempt, AuthedClient};
 pub use client::{Clock, HttpClient, HttpError, system_unix_time_ms};
 pub use config::{

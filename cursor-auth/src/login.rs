@@ -20,9 +20,10 @@ pub const MAX_CONSECUTIVE_SEND_FAILURES: u32 = 3;
 
 /// What the driver should do next.
 ///
-/// The poll's query carries the PKCE verifier, which together with the uuid is enough to
-/// collect the tokens; `Debug` therefore shows only the path, and transports should not log
-/// the query either.
+/// The poll carries the PKCE verifier (in the JSON body of the `POST`, in the query of the
+/// `GET` fallback), which together with the uuid is enough to collect the tokens; `Debug`
+/// therefore shows only the method and path, and transports should not log the body or the
+/// query either.
 #[non_exhaustive]
 pub enum LoginStep {
     /// Send this poll and pass the answer to [`LoginFlow::handle_response`]. Boxed: a
@@ -58,6 +59,16 @@ pub enum LoginProgress {
     Complete(Credentials),
 }
 
+/// How the poll is asked (field reports §4: `POST` with a JSON body now, `GET` with a query
+/// before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PollMethod {
+    /// `POST /auth/poll` with `{"uuid", "verifier"}`.
+    Post,
+    /// `GET /auth/poll?uuid=…&verifier=…`, after the `POST` got a 404.
+    Get,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// The next poll may be sent from this instant on.
@@ -79,6 +90,8 @@ pub struct LoginFlow {
     uuid: String,
     login_url: String,
     poll_uri: Uri,
+    post_uri: Uri,
+    method: PollMethod,
     poll_interval: Duration,
     started: Instant,
     started_unix_ms: u64,
@@ -125,11 +138,14 @@ impl LoginFlow {
         ));
         checked_uri(&login_url, "website", &config.website_base)?;
         let poll_uri = checked_uri(&poll_url, "api", &config.api_base)?;
+        let post_uri = checked_uri(&config.api_url("/auth/poll"), "api", &config.api_base)?;
         Ok(Self {
             pkce,
             uuid,
             login_url,
             poll_uri,
+            post_uri,
+            method: PollMethod::Post,
             poll_interval: config.poll_interval,
             started: now,
             started_unix_ms: now_unix_ms,
@@ -191,8 +207,10 @@ impl LoginFlow {
 
     /// Interprets the answer to the poll that [`step`](Self::step) returned.
     ///
-    /// 404 means pending, 200 carries the tokens, 403 is a policy refusal; any other status
-    /// ends the attempt with a classified error.
+    /// Each round polls with `POST` first; a 404 to it is followed at once by the `GET` of the
+    /// older endpoint, whose 404 means pending (a 404 to the `POST` cannot say whether the
+    /// server lacks the route or the user is not done). 200 carries the tokens, 403 is a
+    /// policy refusal; any other status ends the attempt with a classified error.
     pub fn handle_response(
         &mut self,
         response: Response<Bytes>,
@@ -206,7 +224,16 @@ impl LoginFlow {
         self.consecutive_send_failures = 0;
         let status = response.status();
         if status == StatusCode::NOT_FOUND {
-            self.state = State::PollDue(now + self.poll_interval);
+            self.state = match self.method {
+                PollMethod::Post => {
+                    self.method = PollMethod::Get;
+                    State::PollDue(now)
+                }
+                PollMethod::Get => {
+                    self.method = PollMethod::Post;
+                    State::PollDue(now + self.poll_interval)
+                }
+            };
             return Ok(LoginProgress::Pending);
         }
         self.state = State::Finished;
@@ -230,6 +257,8 @@ impl LoginFlow {
             ));
         }
         self.consecutive_send_failures += 1;
+        // The next round starts over with the POST.
+        self.method = PollMethod::Post;
         if self.consecutive_send_failures >= MAX_CONSECUTIVE_SEND_FAILURES {
             self.state = State::Finished;
             return Err(AuthError::Http(error));
@@ -239,9 +268,28 @@ impl LoginFlow {
     }
 
     fn poll_request(&self) -> Request<Bytes> {
-        let mut request = Request::new(Bytes::new());
-        *request.method_mut() = Method::GET;
-        *request.uri_mut() = self.poll_uri.clone();
+        let mut request = match self.method {
+            PollMethod::Post => {
+                let body = serde_json::json!({
+                    "uuid": self.uuid,
+                    "verifier": self.pkce.verifier(),
+                });
+                let mut request = Request::new(Bytes::from(body.to_string()));
+                *request.method_mut() = Method::POST;
+                *request.uri_mut() = self.post_uri.clone();
+                request.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                request
+            }
+            PollMethod::Get => {
+                let mut request = Request::new(Bytes::new());
+                *request.method_mut() = Method::GET;
+                *request.uri_mut() = self.poll_uri.clone();
+                request
+            }
+        };
         let headers = request.headers_mut();
         headers.insert("x-ghost-mode", HeaderValue::from_static("true"));
         headers.insert(
@@ -361,20 +409,50 @@ mod tests {
     }
 
     #[test]
-    fn the_first_poll_is_immediate_and_targets_auth_poll() {
+    fn the_first_poll_is_an_immediate_post_with_the_verifier_in_a_json_body() {
         let now = Instant::now();
         let request = expect_send(flow(now).step(now).unwrap());
+        assert_eq!(request.method(), Method::POST);
+        assert_eq!(
+            request.uri().to_string(),
+            "https://api2.cursor.sh/auth/poll"
+        );
+        assert_eq!(request.headers()["content-type"], "application/json");
+        let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"uuid": "uuid-1", "verifier": "verifier-123"})
+        );
+    }
+
+    #[test]
+    fn a_404_to_the_post_falls_back_to_the_get_at_once() {
+        let now = Instant::now();
+        let mut flow = flow(now);
+        expect_send(flow.step(now).unwrap());
+        assert!(matches!(
+            flow.handle_response(response(404, ""), now).unwrap(),
+            LoginProgress::Pending
+        ));
+        let request = expect_send(flow.step(now).unwrap());
         assert_eq!(request.method(), Method::GET);
         assert_eq!(
             request.uri().to_string(),
             "https://api2.cursor.sh/auth/poll?uuid=uuid-1&verifier=verifier-123"
         );
+        assert!(request.body().is_empty());
+        // The GET answers the round; the next round starts with the POST again.
+        flow.handle_response(response(404, ""), now).unwrap();
+        let next = expect_send(flow.step(now + Duration::from_millis(500)).unwrap());
+        assert_eq!(next.method(), Method::POST);
     }
 
     #[test]
     fn a_pending_answer_schedules_the_next_poll_after_the_interval() {
         let now = Instant::now();
         let mut flow = flow(now);
+        expect_send(flow.step(now).unwrap());
+        flow.handle_response(response(404, ""), now).unwrap();
         expect_send(flow.step(now).unwrap());
         assert!(matches!(
             flow.handle_response(response(404, ""), now).unwrap(),
@@ -454,6 +532,8 @@ mod tests {
         let mut flow = flow(now);
         expect_send(flow.step(now).unwrap());
         let late = now + Duration::from_millis(179_800);
+        flow.handle_response(response(404, ""), late).unwrap();
+        expect_send(flow.step(late).unwrap());
         flow.handle_response(response(404, ""), late).unwrap();
         let step = flow.step(late).unwrap();
         assert!(

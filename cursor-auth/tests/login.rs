@@ -25,7 +25,10 @@ fn run_login(
 #[test]
 fn pending_polls_continue_every_500ms_until_the_tokens_arrive() {
     let access = jwt(r#"{"exp":1800000000}"#);
+    // A server without the POST route: each round is a POST (404) and the GET (404 = not yet).
     let http = ScriptedHttp::new(vec![
+        status(404, ""),
+        status(404, ""),
         status(404, ""),
         status(404, ""),
         status(
@@ -39,7 +42,7 @@ fn pending_polls_continue_every_500ms_until_the_tokens_arrive() {
     assert_eq!(credentials.access, access);
     assert_eq!(credentials.refresh, "ref");
     assert_eq!(credentials.expires, 1_800_000_000_000 - 300_000);
-    assert_eq!(http.request_count(), 3);
+    assert_eq!(http.request_count(), 5);
     assert_eq!(
         clock.elapsed(),
         Duration::from_millis(1000),
@@ -48,7 +51,9 @@ fn pending_polls_continue_every_500ms_until_the_tokens_arrive() {
 
     // The poll carries the uuid and the verifier whose challenge was in the link.
     let requests = http.requests.lock().unwrap();
-    let query = requests[0].uri().query().unwrap().to_owned();
+    let methods: Vec<&str> = requests.iter().map(|r| r.method().as_str()).collect();
+    assert_eq!(methods, ["POST", "GET", "POST", "GET", "POST"]);
+    let query = requests[1].uri().query().unwrap().to_owned();
     let (uuid, verifier) = query
         .strip_prefix("uuid=")
         .unwrap()
@@ -64,9 +69,35 @@ fn pending_polls_continue_every_500ms_until_the_tokens_arrive() {
         )
     );
     assert_eq!(requests[0].uri().host(), Some("api2.cursor.sh"));
-    assert!(
-        requests.iter().all(|r| r.uri() == requests[0].uri()),
-        "every poll is the same request"
+    let body: serde_json::Value = serde_json::from_slice(requests[0].body()).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"uuid": uuid, "verifier": verifier})
+    );
+    for (i, request) in requests.iter().enumerate() {
+        let like = &requests[i % 2];
+        assert_eq!(
+            request.uri(),
+            like.uri(),
+            "every poll of a kind is the same"
+        );
+        assert_eq!(request.body(), like.body());
+    }
+}
+
+#[test]
+fn a_server_answering_the_post_needs_no_get() {
+    let http = ScriptedHttp::new(vec![status(
+        200,
+        r#"{"accessToken":"acc","refreshToken":"ref"}"#,
+    )]);
+    let (result, _) = run_login(&http, &FakeClock::at_unix_ms(NOW_MS));
+    assert_eq!(result.unwrap().access, "acc");
+    let trace = http.trace();
+    assert_eq!(trace.len(), 1);
+    assert_eq!(
+        (trace[0].0.as_str(), trace[0].1.as_str()),
+        ("POST", "/auth/poll")
     );
 }
 
@@ -100,8 +131,9 @@ fn a_login_left_pending_times_out_after_180_simulated_seconds() {
     assert_eq!(error.kind(), ErrorKind::Auth);
     assert_eq!(error.next_step(), NextStep::Login);
     assert_eq!(clock.elapsed(), Duration::from_secs(180));
-    // One poll at 0 s and one after each 500 ms pause that ends before the deadline.
-    assert_eq!(http.request_count(), 360);
+    // One round at 0 s and one after each 500 ms pause that ends before the deadline, each
+    // a POST and its GET fallback.
+    assert_eq!(http.request_count(), 720);
     assert!(
         real_start.elapsed() < Duration::from_secs(10),
         "the test must not really wait"

@@ -76,6 +76,9 @@ pub struct InferenceConfig {
     pub invocation_id: String,
     /// `model_config.max_tokens`, when the host sets an output budget.
     pub max_tokens: Option<u32>,
+    /// `requested_model.max_mode`: set when the model runs in max mode only (the catalog's
+    /// `MaxMode::Required`), or when the host asks for it.
+    pub max_mode: bool,
     /// Checked when set: see [`with_timers`](Self::with_timers).
     timers: InferenceTimers,
 }
@@ -101,6 +104,7 @@ impl InferenceConfig {
             conversation_id: conversation_id.into(),
             invocation_id: invocation_id.into(),
             max_tokens: None,
+            max_mode: false,
             timers: InferenceTimers::default(),
         }
     }
@@ -120,6 +124,13 @@ impl InferenceConfig {
         timers.validate()?;
         self.timers = timers;
         Ok(self)
+    }
+
+    /// Sets `requested_model.max_mode`.
+    #[must_use]
+    pub fn with_max_mode(mut self, max_mode: bool) -> Self {
+        self.max_mode = max_mode;
+        self
     }
 
     /// Sets the output budget.

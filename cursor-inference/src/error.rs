@@ -97,6 +97,25 @@ pub enum InferenceError {
         /// What was wrong.
         message: String,
     },
+    /// An image of the conversation has a format the backend does not take, or bytes that
+    /// are not the format its MIME type declares. Nothing was sent.
+    #[error("image type {mime} is not supported{}", if *mismatch { " (its bytes are of another format)" } else { " (png, jpeg, gif, webp or bmp)" })]
+    UnsupportedImage {
+        /// The declared MIME type.
+        mime: String,
+        /// Whether the type is supported but the bytes are not of it.
+        mismatch: bool,
+    },
+    /// The conversation's images are more than one model call carries. Nothing was sent.
+    #[error(
+        "the conversation's images take {len} bytes, over the {max}-byte cap of one model call"
+    )]
+    ImagesTooLarge {
+        /// Their bytes (raw, before base64).
+        len: usize,
+        /// The cap ([`MAX_IMAGE_BYTES`](crate::request::MAX_IMAGE_BYTES)).
+        max: usize,
+    },
 }
 
 impl InferenceError {
@@ -122,7 +141,10 @@ impl Classify for InferenceError {
             Self::InvocationEnd { code, .. } => invocation_code_kind(*code),
             Self::ProtocolDrift { .. } => ErrorKind::ProtocolDrift,
             Self::Timeout { .. } => ErrorKind::Network,
-            Self::InvalidRequest { .. } | Self::Config { .. } => ErrorKind::Local,
+            Self::InvalidRequest { .. }
+            | Self::Config { .. }
+            | Self::UnsupportedImage { .. }
+            | Self::ImagesTooLarge { .. } => ErrorKind::Local,
         }
     }
 
@@ -142,6 +164,13 @@ impl Classify for InferenceError {
                 NextStep::fix_input("fix the request (model, conversation or tools)")
             }
             Self::Config { .. } => NextStep::fix_config("fix the timeout named in the message"),
+            Self::UnsupportedImage { .. } => {
+                NextStep::fix_input("attach the image as png, jpeg, gif, webp or bmp")
+            }
+            Self::ImagesTooLarge { max, .. } => NextStep::fix_input(format!(
+                "attach fewer or smaller images (at most {} MiB in all)",
+                max >> 20
+            )),
         }
     }
 

@@ -12,21 +12,95 @@ use cursor_proto::aiserver::v1::{
     run_inference_client_message::Message as ClientArm,
 };
 use cursor_proto::ir::{
-    AssistantContent, Conversation, Image, Message, Tool, ToolResult, ToolResultContent,
-    UserContent,
+    AssistantContent, Conversation, Image, ImageFormat, Message, Tool, ToolResult,
+    ToolResultContent, UserContent,
 };
 use prost_types::Struct;
 use serde_json::json;
 
-use crate::{InferenceConfig, json};
+use crate::{InferenceConfig, InferenceError, json};
+
+/// The most image bytes (raw, before base64) one model call carries: every image of the
+/// conversation goes in the one `invoke_model` frame, base64 makes them 4/3 larger, and a
+/// Connect frame holds at most 16 MiB (this project's cap, not a documented server limit).
+pub const MAX_IMAGE_BYTES: usize = 10 << 20;
+
+/// Checks the conversation's images before anything is sent: each must be of a format the
+/// backend takes (by MIME type, and its bytes must be that format), and together they must
+/// fit [`MAX_IMAGE_BYTES`].
+///
+/// # Errors
+///
+/// [`InferenceError::UnsupportedImage`] or [`InferenceError::ImagesTooLarge`].
+pub fn check_images(conversation: &Conversation) -> Result<(), InferenceError> {
+    let mut total = 0_usize;
+    for image in conversation.messages.iter().flat_map(images) {
+        let Some(format) = image.format() else {
+            return Err(InferenceError::UnsupportedImage {
+                mime: image.mime_type.clone(),
+                mismatch: false,
+            });
+        };
+        if !has_magic(format, &image.data) {
+            return Err(InferenceError::UnsupportedImage {
+                mime: image.mime_type.clone(),
+                mismatch: true,
+            });
+        }
+        total = total.saturating_add(image.data.len());
+    }
+    if total > MAX_IMAGE_BYTES {
+        return Err(InferenceError::ImagesTooLarge {
+            len: total,
+            max: MAX_IMAGE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// The images of one message: a user's, or a tool result's.
+fn images(message: &Message) -> Vec<&Image> {
+    match message {
+        Message::User { content } => content
+            .iter()
+            .filter_map(|block| match block {
+                UserContent::Image(image) => Some(image),
+                _ => None,
+            })
+            .collect(),
+        Message::ToolResult(result) => result
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ToolResultContent::Image(image) => Some(image),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `data` starts as `format`'s files do.
+fn has_magic(format: ImageFormat, data: &[u8]) -> bool {
+    match format {
+        ImageFormat::Png => data.starts_with(b"\x89PNG\r\n\x1a\n"),
+        ImageFormat::Jpeg => data.starts_with(&[0xff, 0xd8, 0xff]),
+        ImageFormat::Gif => data.starts_with(b"GIF87a") || data.starts_with(b"GIF89a"),
+        ImageFormat::Webp => data.len() >= 12 && &data[..4] == b"RIFF" && &data[8..12] == b"WEBP",
+        ImageFormat::Bmp => data.starts_with(b"BM"),
+        // A format this version does not know the signature of: the MIME type stands.
+        _ => true,
+    }
+}
 
 /// The routing role of a user message in `routing_conversation`.
 const ROUTING_USER: i32 = 1;
 
-/// The requested model: the slug alone, no parameters.
+/// The requested model: the slug alone, no parameters, and max mode when the config asks.
 fn requested_model(config: &InferenceConfig) -> InferenceRequestedModel {
     InferenceRequestedModel {
         model_id: config.model_id.clone(),
+        max_mode: config.max_mode,
         ..InferenceRequestedModel::default()
     }
 }

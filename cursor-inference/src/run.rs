@@ -6,7 +6,7 @@ use std::time::Instant;
 use cursor_proto::aiserver::v1::{
     InferenceStreamError, InferenceStreamErrorType, RunInferenceCancelInvocation,
     RunInferenceClientMessage, RunInferenceFinishRun, RunInferenceInvocationEnd,
-    RunInferenceServerMessage, inference_stream_response::Response,
+    RunInferenceRunReady, RunInferenceServerMessage, inference_stream_response::Response,
     run_inference_client_message::Message as ClientArm,
     run_inference_server_message::Message as ServerArm,
 };
@@ -57,12 +57,31 @@ pub struct InferenceRun {
     tool_calls: ToolCallAssembler,
     asked_for_tools: bool,
     failure: Option<InferenceError>,
+    resolved_model: Option<String>,
 }
 
 impl InferenceRun {
     /// A turn answering `conversation` with `config`, opened at `now`: the `run_request`
     /// frame is ready to send, and the `run_ready` watchdog starts.
+    ///
+    /// A conversation whose images the backend would not take
+    /// ([`request::check_images`]) gives a turn that is already over: its one event is the
+    /// error, and it has nothing to send (not even `finish_run`).
     pub fn open(config: InferenceConfig, conversation: &Conversation, now: Instant) -> Self {
+        if let Err(error) = request::check_images(conversation) {
+            return Self {
+                config,
+                phase: Phase::Finished,
+                invoke: None,
+                transmit: VecDeque::new(),
+                events: VecDeque::from([Event::Error(error.to_info())]),
+                deadline: None,
+                tool_calls: ToolCallAssembler::default(),
+                asked_for_tools: false,
+                failure: Some(error),
+                resolved_model: None,
+            };
+        }
         let run_request = request::run_request(&config, conversation);
         let deadline = Some(now + config.timers().run_ready);
         let invoke = request::invoke_model(&config, conversation);
@@ -76,6 +95,7 @@ impl InferenceRun {
             tool_calls: ToolCallAssembler::default(),
             asked_for_tools: false,
             failure: None,
+            resolved_model: None,
         }
     }
 
@@ -102,6 +122,14 @@ impl InferenceRun {
     /// Whether the turn has ended (its last event may still wait in [`poll_event`](Self::poll_event)).
     pub fn is_finished(&self) -> bool {
         self.phase == Phase::Finished
+    }
+
+    /// The model `run_ready` said serves the turn (its `resolved_model.model_id`, else its
+    /// `routed_model_display_name`), once it arrived. `None` before `run_ready`, or when the
+    /// server named none: live servers do (docs/PROTOCOL.md §6.5), but its absence is
+    /// tolerated, never an error.
+    pub fn resolved_model(&self) -> Option<&str> {
+        self.resolved_model.as_deref()
     }
 
     /// Why the turn failed, if it did.
@@ -142,7 +170,7 @@ impl InferenceRun {
         }
         match message.message {
             Some(ServerArm::Heartbeat(_)) => {}
-            Some(ServerArm::RunReady(_)) => self.on_run_ready(now),
+            Some(ServerArm::RunReady(ready)) => self.on_run_ready(ready, now),
             Some(ServerArm::InvocationResponse(response)) => {
                 if let Err(error) = self.check_invocation(&response.invocation_id) {
                     return self.fail(error);
@@ -209,9 +237,21 @@ impl InferenceRun {
         self.finish();
     }
 
-    fn on_run_ready(&mut self, now: Instant) {
+    fn on_run_ready(&mut self, ready: RunInferenceRunReady, now: Instant) {
         match (self.phase, self.invoke.take()) {
             (Phase::AwaitingReady, Some(invoke)) => {
+                let model = ready
+                    .resolved_model
+                    .map(|model| model.model_id)
+                    .filter(|id| !id.is_empty())
+                    .or(ready.routed_model_display_name)
+                    .filter(|name| !name.is_empty());
+                if let Some(model) = &model {
+                    self.events.push_back(Event::ModelResolved {
+                        model: model.clone(),
+                    });
+                }
+                self.resolved_model = model;
                 self.transmit.push_back(invoke);
                 self.phase = Phase::AwaitingFirstToken;
                 self.deadline = Some(now + self.config.timers().first_token);

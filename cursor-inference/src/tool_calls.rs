@@ -4,6 +4,17 @@
 //! to the argument text, and the last is marked `is_complete`. Later parts may repeat the id
 //! or carry only `tool_index`, so a call is keyed by its index when there is one.
 //!
+//! Two shapes of the last part are accepted (docs/PROTOCOL.md §6.4):
+//!
+//! - **live**: the last part carries the *whole* argument JSON again, after deltas that already
+//!   streamed it. A last part whose arguments parse alone as a JSON object wins; the deltas
+//!   before it must then parse to the same object (or be empty).
+//! - **older**: the last part carries only the final chunk, and the arguments are the
+//!   concatenation of every part.
+//!
+//! The two cannot be confused: a non-empty prefix followed by a complete object is never one
+//! JSON object.
+//!
 //! What was streamed and what the last part says must agree: a part that renames the call's id
 //! or tool, a part for a call that already ended, or a second call reusing an id is protocol
 //! drift. The turn fails instead of handing the host a call whose id, name or arguments differ
@@ -77,11 +88,12 @@ impl ToolCallAssembler {
         let partial = &mut self.open[position];
         agree(&mut partial.id, part.tool_call_id, "id")?;
         agree(&mut partial.name, part.tool_name, "tool name")?;
-        partial.args.push_str(&part.args);
         if !part.is_complete {
+            partial.args.push_str(&part.args);
             return Ok(None);
         }
-        let partial = self.open.remove(position);
+        let mut partial = self.open.remove(position);
+        let whole = whole_object(&part.args);
         if self.done.iter().any(|(_, id)| *id == partial.id) {
             return Err(InferenceError::drift(format!(
                 "two tool calls share the id {}",
@@ -89,7 +101,13 @@ impl ToolCallAssembler {
             )));
         }
         self.done.push((partial.key.clone(), partial.id.clone()));
-        finish(partial).map(Some)
+        match whole {
+            Some(whole) => reconcile(partial, whole).map(Some),
+            None => {
+                partial.args.push_str(&part.args);
+                finish(partial).map(Some)
+            }
+        }
     }
 
     /// Whether a call is still waiting for its last part.
@@ -112,13 +130,48 @@ fn agree(known: &mut String, new: String, what: &str) -> Result<(), InferenceErr
     )))
 }
 
-fn finish(partial: Partial) -> Result<ToolCall, InferenceError> {
+/// The last part's arguments, when they parse alone as a JSON object (the live shape).
+fn whole_object(args: &str) -> Option<serde_json::Value> {
+    let text = args.trim();
+    if text.is_empty() {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .filter(serde_json::Value::is_object)
+}
+
+/// The live shape: the last part's `whole` arguments stand, provided the deltas streamed
+/// before it (if any) say the same.
+fn reconcile(partial: Partial, whole: serde_json::Value) -> Result<ToolCall, InferenceError> {
+    let streamed = partial.args.trim();
+    if !streamed.is_empty() {
+        let agrees = serde_json::from_str::<serde_json::Value>(streamed)
+            .is_ok_and(|streamed| streamed == whole);
+        if !agrees {
+            return Err(InferenceError::drift(format!(
+                "the last part of tool call {} ({}) carries arguments that disagree with the \
+                 streamed deltas",
+                partial.id, partial.name
+            )));
+        }
+    }
+    named(&partial)?;
+    Ok(ToolCall::new(partial.id, partial.name, whole))
+}
+
+fn named(partial: &Partial) -> Result<(), InferenceError> {
     if partial.id.is_empty() || partial.name.is_empty() {
         return Err(InferenceError::drift(format!(
             "a completed tool call lacks its id or tool name (id {:?}, name {:?})",
             partial.id, partial.name
         )));
     }
+    Ok(())
+}
+
+fn finish(partial: Partial) -> Result<ToolCall, InferenceError> {
+    named(&partial)?;
     let text = partial.args.trim();
     let arguments = if text.is_empty() {
         serde_json::Value::Object(serde_json::Map::new())
@@ -261,7 +314,7 @@ mod tests {
     }
 
     #[test]
-    fn a_final_record_restating_the_streamed_arguments_is_drift() {
+    fn a_last_part_restating_the_arguments_differently_is_drift() {
         let mut calls = ToolCallAssembler::default();
         calls
             .push(part("c1", "read", "{\"path\":\"a\"}", false, Some(0)))
@@ -269,8 +322,57 @@ mod tests {
         // The last part carries the whole arguments again, and differently.
         assert_drift(
             calls.push(part("c1", "read", "{\"path\":\"b\"}", true, Some(0))),
-            "not JSON",
+            "disagree with the streamed deltas",
         );
+        // Deltas that are not even JSON cannot agree with a whole last part.
+        let mut calls = ToolCallAssembler::default();
+        calls
+            .push(part("c1", "read", "{\"pa", false, Some(0)))
+            .unwrap();
+        assert_drift(
+            calls.push(part("c1", "read", "{\"path\":\"a\"}", true, Some(0))),
+            "disagree with the streamed deltas",
+        );
+    }
+
+    #[test]
+    fn live_shape_whole_arguments_in_the_last_part_with_the_id_on_every_part() {
+        let mut calls = ToolCallAssembler::default();
+        calls
+            .push(part("c1", "read", "{\"pa", false, Some(0)))
+            .unwrap();
+        calls
+            .push(part("c1", "", "th\": \"a\"}", false, Some(0)))
+            .unwrap();
+        let call = calls
+            .push(part("c1", "", "{\"path\": \"a\"}", true, Some(0)))
+            .unwrap();
+        assert_eq!(
+            call,
+            Some(ToolCall::new("c1", "read", json!({"path": "a"})))
+        );
+        // Key order and spacing may differ between the deltas and the last part.
+        let mut calls = ToolCallAssembler::default();
+        calls
+            .push(part("c2", "edit", "{\"a\":1, \"b\":[2]}", false, None))
+            .unwrap();
+        let call = calls
+            .push(part("c2", "edit", "{\"b\":[2],\"a\":1}", true, None))
+            .unwrap();
+        assert_eq!(
+            call,
+            Some(ToolCall::new("c2", "edit", json!({"a": 1, "b": [2]})))
+        );
+    }
+
+    #[test]
+    fn live_shape_with_only_the_last_part_takes_its_arguments() {
+        let mut calls = ToolCallAssembler::default();
+        calls.push(part("c1", "ls", "", false, Some(0))).unwrap();
+        let call = calls
+            .push(part("c1", "ls", "{\"dir\":\".\"}", true, Some(0)))
+            .unwrap();
+        assert_eq!(call, Some(ToolCall::new("c1", "ls", json!({"dir": "."}))));
     }
 
     #[test]
@@ -287,5 +389,127 @@ mod tests {
             calls.push(part("c1", "read", "{}", true, Some(1))),
             "share the id",
         );
+    }
+
+    mod splits {
+        use proptest::prelude::*;
+        use serde_json::{Map, Value};
+
+        use super::*;
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                "[a-z\"\\\\{}\\[\\]:, é日\n]{0,12}".prop_map(Value::String),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map("[a-z_]{1,6}", inner, 0..4)
+                        .prop_map(|map| Value::Object(map.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn arguments() -> impl Strategy<Value = Map<String, Value>> {
+            prop::collection::btree_map("[a-z_]{1,6}", value(), 0..5)
+                .prop_map(|map| map.into_iter().collect())
+        }
+
+        /// `text` cut at the char boundaries nearest to `cuts` (fractions of its length).
+        fn split(text: &str, cuts: &[f64]) -> Vec<String> {
+            let mut at: Vec<usize> = cuts
+                .iter()
+                .map(|f| {
+                    let mut i = (f * text.len() as f64) as usize;
+                    while !text.is_char_boundary(i) {
+                        i -= 1;
+                    }
+                    i
+                })
+                .collect();
+            at.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut from = 0;
+            for i in at.into_iter().chain([text.len()]) {
+                chunks.push(text[from..i].to_owned());
+                from = i;
+            }
+            chunks
+        }
+
+        fn assemble(parts: Vec<InferenceToolCallStreamPart>) -> Result<ToolCall, InferenceError> {
+            let mut calls = ToolCallAssembler::default();
+            let mut out = None;
+            for part in parts {
+                if let Some(call) = calls.push(part)? {
+                    out = Some(call);
+                }
+            }
+            Ok(out.expect("the last part completes the call"))
+        }
+
+        proptest! {
+            #[test]
+            fn older_shape_any_split_assembles_the_arguments(
+                args in arguments(),
+                cuts in prop::collection::vec(0.0f64..=1.0, 0..6),
+                index in prop::option::of(0i32..3),
+            ) {
+                let text = serde_json::to_string(&args).unwrap();
+                let chunks = split(&text, &cuts);
+                let last = chunks.len() - 1;
+                let parts = chunks.iter().enumerate().map(|(i, chunk)| {
+                    let first = i == 0;
+                    part(if first || index.is_none() { "c1" } else { "" },
+                         if first { "tool" } else { "" }, chunk, i == last, index)
+                }).collect();
+                let call = assemble(parts).unwrap();
+                prop_assert_eq!(call, ToolCall::new("c1", "tool", Value::Object(args)));
+            }
+
+            #[test]
+            fn live_shape_any_split_then_the_whole_assembles_the_arguments(
+                args in arguments(),
+                cuts in prop::collection::vec(0.0f64..=1.0, 0..6),
+                pretty in any::<bool>(),
+                index in prop::option::of(0i32..3),
+            ) {
+                let text = serde_json::to_string(&args).unwrap();
+                let whole = if pretty {
+                    serde_json::to_string_pretty(&args).unwrap()
+                } else {
+                    text.clone()
+                };
+                let mut parts: Vec<_> = split(&text, &cuts).iter().enumerate().map(|(i, chunk)| {
+                    part("c1", if i == 0 { "tool" } else { "" }, chunk, false, index)
+                }).collect();
+                parts.push(part("c1", "", &whole, true, index));
+                let call = assemble(parts).unwrap();
+                prop_assert_eq!(call, ToolCall::new("c1", "tool", Value::Object(args)));
+            }
+
+            #[test]
+            fn live_shape_a_last_part_that_disagrees_is_drift(
+                args in arguments(),
+                cuts in prop::collection::vec(0.0f64..=1.0, 0..6),
+            ) {
+                let text = serde_json::to_string(&args).unwrap();
+                let mut other = args;
+                other.insert("zz_extra".into(), Value::Bool(true));
+                let mut parts: Vec<_> = split(&text, &cuts).iter().enumerate().map(|(i, chunk)| {
+                    part("c1", if i == 0 { "tool" } else { "" }, chunk, false, Some(0))
+                }).collect();
+                parts.push(part("c1", "", &serde_json::to_string(&other).unwrap(), true, Some(0)));
+                let error = assemble(parts).unwrap_err();
+                prop_assert_eq!(error.kind(), ErrorKind::ProtocolDrift);
+                prop_assert!(error.to_string().contains("disagree"), "{}", error);
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use cursor_inference::driver::{self, RUN_INFERENCE_PATH};
-use cursor_inference::testing::{Replica, Script};
+use cursor_inference::testing::{Replica, Script, WireShape};
 use cursor_inference::{InferenceConfig, InferenceRun};
 use cursor_proto::aiserver::v1::{
     InferenceMessageRole, InferenceStreamErrorType, inference_core_message::Content,
@@ -90,14 +90,23 @@ async fn ping_is_answered_with_pong_and_usage() {
 
 #[tokio::test]
 async fn a_tool_round_hands_the_call_to_the_host_and_sends_the_result_next_turn() {
-    let server = Replica::start().await.unwrap();
+    for shape in [WireShape::Live, WireShape::Older] {
+        tool_round(shape).await;
+    }
+}
+
+/// One tool round against a replica speaking `shape`.
+async fn tool_round(shape: WireShape) {
+    let replica = Replica::new();
+    replica.set_shape(shape);
+    let server = replica.listen(TestServer::builder()).await.unwrap();
     let ask = Message::user_text(r#"tool: read {"path": "notes.txt"}"#);
     let first = Conversation::new("").with_message(ask.clone());
     let (events, _) = turn(server.origin(), &first).await;
     let call = ToolCall::new("call-1", "read", json!({"path": "notes.txt"}));
     assert!(
         events.contains(&Event::ToolCall(call.clone())),
-        "{events:?}"
+        "{shape:?}: {events:?}"
     );
     assert_eq!(
         events.last(),
@@ -175,6 +184,11 @@ async fn dropping_the_events_cancels_a_silent_turn() {
         }
     })
     .await;
+    // The only event of a silent turn is run_ready's resolved model.
+    assert_eq!(
+        within(events.next()).await,
+        Some(Event::ModelResolved { model: "m".into() })
+    );
     assert!(
         tokio::time::timeout(Duration::from_millis(50), events.next())
             .await
@@ -184,6 +198,11 @@ async fn dropping_the_events_cancels_a_silent_turn() {
     let run = within(task).await.unwrap();
     assert!(run.is_finished());
     assert!(run.failure().is_none());
+    // The replica saw the cancel_invocation and ended the invocation.
+    assert_eq!(
+        server.replica().canceled(),
+        [run.config().invocation_id.clone()]
+    );
 }
 
 /// The frames' flag bytes in a raw Connect body.
@@ -232,4 +251,49 @@ async fn large_frames_are_gzip_compressed_on_this_rpc_and_small_ones_are_not() {
     assert_eq!(flags[0], (0, run_request.encoded_len()));
     assert_eq!(flags[1].0 & 1, 1);
     assert!(flags[1].1 < invoke.encoded_len());
+}
+
+#[tokio::test]
+async fn the_live_replica_names_the_resolved_model_and_the_older_one_does_not() {
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    for (shape, expected) in [
+        (WireShape::Live, Some("composer-2.5")),
+        (WireShape::Older, None),
+    ] {
+        let replica = Replica::new();
+        replica.set_shape(shape);
+        let server = replica.listen(TestServer::builder()).await.unwrap();
+        let (events, run) = turn(server.origin(), &conversation).await;
+        let reported: Vec<&str> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::ModelResolved { model } => Some(model.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            reported,
+            expected.into_iter().collect::<Vec<_>>(),
+            "{shape:?}"
+        );
+        assert_eq!(run.resolved_model(), expected, "{shape:?}");
+        assert_eq!(text_of(&events), "pong", "{shape:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_turn_with_an_unsupported_image_opens_no_call() {
+    let server = Replica::start().await.unwrap();
+    let conversation = Conversation::new("").with_message(Message::User {
+        content: vec![cursor_proto::ir::UserContent::Image(
+            cursor_proto::ir::Image::new("image/svg+xml", b"<svg/>".to_vec()),
+        )],
+    });
+    let (events, run) = turn(server.origin(), &conversation).await;
+    assert!(
+        matches!(events.as_slice(), [Event::Error(info)] if info.kind == ErrorKind::Local),
+        "{events:?}"
+    );
+    assert!(run.failure().is_some());
+    assert_eq!(server.replica().calls(), 0);
 }

@@ -203,3 +203,24 @@ fn no_system_prompt_means_no_system_message() {
     assert_eq!(request.messages[0].role, Role::User as i32);
     assert_eq!(request.model_config, None);
 }
+
+#[test]
+fn max_mode_is_sent_in_both_requested_models_only_when_asked() {
+    let conversation = Conversation::new("").with_message(Message::user_text("hi"));
+    for max_mode in [false, true] {
+        let config = InferenceConfig::with_ids("m", "conv", "inv").with_max_mode(max_mode);
+        let Some(Client::RunRequest(run)) = request::run_request(&config, &conversation).message
+        else {
+            panic!("run_request");
+        };
+        assert_eq!(run.requested_model.unwrap().max_mode, max_mode);
+        let Some(Client::InvokeModel(invoke)) =
+            request::invoke_model(&config, &conversation).message
+        else {
+            panic!("invoke_model");
+        };
+        let requested = invoke.request.unwrap().requested_model.unwrap();
+        assert_eq!(requested.max_mode, max_mode);
+        assert!(requested.parameters.is_empty());
+    }
+}

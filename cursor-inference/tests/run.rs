@@ -7,12 +7,12 @@ use cursor_inference::{
     InferenceTimers, RUN_READY_TIMEOUT, StreamRefusal,
 };
 use cursor_proto::aiserver::v1::{
-    InferenceExtendedUsageInfo, InferenceInvocationIdInfo, InferenceStreamError,
-    InferenceStreamErrorType as ErrorType, InferenceStreamResponse, InferenceTextStreamPart,
-    InferenceThinkingStreamPart, InferenceToolCallStreamPart, InferenceUsageInfo,
-    RunInferenceClientMessage, RunInferenceHeartbeat, RunInferenceInvocationEnd,
-    RunInferenceInvocationError, RunInferenceInvocationResponse, RunInferenceRunReady,
-    RunInferenceServerMessage, inference_stream_response::Response,
+    InferenceExtendedUsageInfo, InferenceInvocationIdInfo, InferenceRequestedModel,
+    InferenceStreamError, InferenceStreamErrorType as ErrorType, InferenceStreamResponse,
+    InferenceTextStreamPart, InferenceThinkingStreamPart, InferenceToolCallStreamPart,
+    InferenceUsageInfo, RunInferenceClientMessage, RunInferenceHeartbeat,
+    RunInferenceInvocationEnd, RunInferenceInvocationError, RunInferenceInvocationResponse,
+    RunInferenceRunReady, RunInferenceServerMessage, inference_stream_response::Response,
     run_inference_client_message::Message as Client,
     run_inference_server_message::Message as Server,
 };
@@ -602,4 +602,121 @@ fn configured_watchdogs_replace_the_defaults() {
     run.handle_timeout(now + Duration::from_secs(7));
     let info = last_error(&mut run);
     assert!(info.message.contains("within 7s"), "{info}");
+}
+
+#[test]
+fn run_ready_naming_a_model_is_reported_first_and_its_absence_is_tolerated() {
+    let now = Instant::now();
+    let named = |resolved: Option<&str>, display: Option<&str>| {
+        let mut run = open(now);
+        let ready = RunInferenceRunReady {
+            resolved_model: resolved.map(|id| InferenceRequestedModel {
+                model_id: id.into(),
+                ..InferenceRequestedModel::default()
+            }),
+            routed_model_display_name: display.map(Into::into),
+            ..RunInferenceRunReady::default()
+        };
+        run.handle_server_message(arm(Server::RunReady(ready)), now);
+        run.handle_server_message(text("pong"), now);
+        run.handle_server_message(end(None), now);
+        let model = run.resolved_model().map(str::to_owned);
+        (events(&mut run), model)
+    };
+
+    let (events, model) = named(Some("claude-4.5-sonnet"), Some("Sonnet 4.5"));
+    assert_eq!(
+        events.first(),
+        Some(&Event::ModelResolved {
+            model: "claude-4.5-sonnet".into()
+        })
+    );
+    assert_eq!(model.as_deref(), Some("claude-4.5-sonnet"));
+
+    // Only a display name: it stands in for the slug.
+    let (events, model) = named(None, Some("Sonnet 4.5"));
+    assert!(events.contains(&Event::ModelResolved {
+        model: "Sonnet 4.5".into()
+    }));
+    assert_eq!(model.as_deref(), Some("Sonnet 4.5"));
+
+    // Neither (or an empty id): no event, no error, the turn ends normally.
+    for (resolved, display) in [(None, None), (Some(""), None)] {
+        let (events, model) = named(resolved, display);
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, Event::ModelResolved { .. })),
+            "{events:?}"
+        );
+        assert_eq!(model, None);
+        assert_eq!(
+            events.last(),
+            Some(&Event::Done {
+                reason: StopReason::Stop
+            })
+        );
+    }
+}
+
+#[test]
+fn images_the_backend_would_not_take_fail_the_turn_before_anything_is_sent() {
+    use cursor_inference::request::MAX_IMAGE_BYTES;
+    use cursor_proto::ir::{Image, UserContent};
+    let png = |len: usize| {
+        let mut data = b"\x89PNG\r\n\x1a\n".to_vec();
+        data.resize(len.max(8), 0);
+        data
+    };
+    let with = |images: Vec<Image>| {
+        let mut content = vec![UserContent::Text {
+            text: "look".into(),
+        }];
+        content.extend(images.into_iter().map(UserContent::Image));
+        Conversation::new("").with_message(Message::User { content })
+    };
+    let now = Instant::now();
+    let refused = |conversation: Conversation, says: &str| {
+        let mut run =
+            InferenceRun::open(InferenceConfig::with_ids("m", "c", "i"), &conversation, now);
+        assert!(run.is_finished());
+        assert!(run.poll_transmit().is_none(), "nothing is sent");
+        let events = events(&mut run);
+        let [Event::Error(info)] = events.as_slice() else {
+            panic!("one error: {events:?}");
+        };
+        assert_eq!(info.kind, ErrorKind::Local, "{info:?}");
+        assert!(info.message.contains(says), "{info:?}");
+    };
+    refused(
+        with(vec![Image::new("image/tiff", png(10))]),
+        "image/tiff is not supported",
+    );
+    refused(
+        with(vec![Image::new("image/jpeg", png(10))]),
+        "its bytes are of another format",
+    );
+    let half = MAX_IMAGE_BYTES / 2 + 1;
+    refused(
+        with(vec![
+            Image::new("image/png", png(half)),
+            Image::new("image/png", png(half)),
+        ]),
+        "over the",
+    );
+
+    // Within the cap, and of the declared format: the run opens as usual.
+    let ok = with(vec![
+        Image::new("image/png", png(1000)),
+        Image::new("image/gif", b"GIF89a...".to_vec()),
+        Image::new("image/webp", b"RIFF\0\0\0\0WEBPVP8 ".to_vec()),
+        Image::new("image/jpeg", vec![0xff, 0xd8, 0xff, 0xe0]),
+        Image::new("image/bmp", b"BM....".to_vec()),
+    ]);
+    let mut run = InferenceRun::open(InferenceConfig::with_ids("m", "c", "i"), &ok, now);
+    assert!(!run.is_finished());
+    assert!(matches!(
+        run.poll_transmit().and_then(|m| m.message),
+        Some(Client::RunRequest(_))
+    ));
 }

@@ -40,13 +40,28 @@ struct Refreshes {
 struct Fixture {
     replica: ReplicaServer,
     refreshes: Arc<Refreshes>,
+    exchanges: Arc<AtomicUsize>,
     provider: Provider,
 }
 
 async fn fixture(endpoint: TokenEndpoint) -> Fixture {
     let refreshes = Arc::new(Refreshes::default());
     let seen = Arc::clone(&refreshes);
+    let exchanges = Arc::new(AtomicUsize::new(0));
+    let exchanged = Arc::clone(&exchanges);
     let builder = TestServer::builder().handler(move |request| {
+        if request.uri().path() == "/auth/exchange_user_api_key" {
+            // Keys naming "good" are accepted; the token is opaque (an hour by default).
+            let bearer = request.headers()["authorization"].to_str().unwrap();
+            if !bearer.starts_with("Bearer crsr_good") {
+                return status(401, r#"{"error":"invalid user api key"}"#);
+            }
+            exchanged.fetch_add(1, Ordering::AcqRel);
+            return status(
+                200,
+                r#"{"accessToken":"exchanged-access","refreshToken":"r"}"#,
+            );
+        }
         if request.uri().path() != "/oauth/token" {
             return status(404, "{}");
         }
@@ -82,6 +97,7 @@ async fn fixture(endpoint: TokenEndpoint) -> Fixture {
     Fixture {
         replica,
         refreshes,
+        exchanges,
         provider: Provider::select(
             Ok(ChannelKind::Agent),
             || Arc::new(channel),
@@ -190,4 +206,48 @@ async fn without_a_refresh_token_a_401_is_the_login_error_at_once() {
     assert_login_error(&events);
     assert_eq!(runs(&f, 1).await, ["unauthenticated"]);
     assert_eq!(f.refreshes.count.load(Ordering::Acquire), 0);
+}
+
+/// Options whose credential is the user API key `key` (as pi resolves `$CURSOR_API_KEY`).
+fn with_api_key(key: &str) -> String {
+    json!({"sessionId": format!("session-{key}"), "apiKey": key}).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_api_key_is_exchanged_once_and_its_token_kept_for_the_next_turn() {
+    let f = fixture(TokenEndpoint::Grants).await;
+    let options = with_api_key("crsr_good_kept");
+    for _ in 0..2 {
+        let events = ping(&f.provider, &options).await;
+        assert_eq!(events.last().unwrap()["type"], "done", "{events:?}");
+    }
+    assert_eq!(runs(&f, 2).await, ["completed", "completed"]);
+    assert_eq!(f.exchanges.load(Ordering::Acquire), 1);
+    assert_eq!(f.refreshes.count.load(Ordering::Acquire), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_with_a_user_api_key_exchanges_it_again_and_replays_once() {
+    let f = fixture(TokenEndpoint::Grants).await;
+    f.replica.replica().script(Script::Unauthenticated);
+    let events = ping(&f.provider, &with_api_key("crsr_good_replayed")).await;
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "done", "{events:?}");
+    assert_eq!(runs(&f, 2).await, ["unauthenticated", "completed"]);
+    assert_eq!(f.exchanges.load(Ordering::Acquire), 2);
+    assert_eq!(f.refreshes.count.load(Ordering::Acquire), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_user_api_key_ends_the_turn_before_any_run_without_showing_the_key() {
+    let f = fixture(TokenEndpoint::Grants).await;
+    let events = ping(&f.provider, &with_api_key("crsr_refused_secret")).await;
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "error", "{events:?}");
+    let text = last["error"]["errorMessage"].as_str().unwrap();
+    assert!(text.starts_with("auth error: "), "{text}");
+    assert!(text.contains("CURSOR_API_KEY"), "{text}");
+    assert!(!text.contains("refused_secret"), "{text}");
+    assert!(!pi_would_retry(text), "{text}");
+    assert!(runs(&f, 0).await.is_empty());
 }

@@ -67,10 +67,26 @@ async fn within<F: Future>(future: F) -> F::Output {
 }
 
 #[tokio::test]
-async fn login_polls_the_loopback_endpoint_until_it_answers_with_tokens() {
-    let (server, log) = server(|request, n| {
+async fn login_polls_with_post_and_a_json_body_until_it_answers_with_tokens() {
+    // A stand-in that knows the POST: "not yet" is 404 to either method, the third POST
+    // brings the tokens.
+    let (server, log) = server(|request, _| {
         assert_eq!(request.uri().path(), "/auth/poll");
-        if n < 3 {
+        if request.method() != http::Method::POST {
+            return respond(404, "");
+        }
+        assert_eq!(
+            request.uri().query(),
+            None,
+            "the verifier stays out of the URL"
+        );
+        let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap();
+        assert!(
+            body["uuid"].is_string() && body["verifier"].is_string(),
+            "{body}"
+        );
+        static POSTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        if POSTS.fetch_add(1, std::sync::atomic::Ordering::AcqRel) < 2 {
             respond(404, "")
         } else {
             respond(200, r#"{"accessToken":"acc","refreshToken":"ref"}"#)
@@ -94,7 +110,57 @@ async fn login_polls_the_loopback_endpoint_until_it_answers_with_tokens() {
     );
     assert!(link.contains("/loginDeepControl?challenge="), "{link}");
     assert!(link.ends_with("&mode=login&redirectTarget=cli"), "{link}");
-    assert_eq!(log.lock().unwrap().len(), 3, "two 404s, then the tokens");
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "POST /auth/poll",
+            "GET /auth/poll",
+            "POST /auth/poll",
+            "GET /auth/poll",
+            "POST /auth/poll"
+        ],
+        "two pending rounds, then the tokens"
+    );
+}
+
+#[tokio::test]
+async fn login_falls_back_to_get_on_a_server_without_the_post() {
+    // The older endpoint: the POST is an unknown route (404), the GET answers.
+    let (server, log) = server(|request, n| {
+        assert_eq!(request.uri().path(), "/auth/poll");
+        if request.method() == http::Method::POST {
+            return respond(404, "");
+        }
+        let query = request.uri().query().unwrap_or_default();
+        assert!(
+            query.starts_with("uuid=") && query.contains("&verifier="),
+            "{query}"
+        );
+        if n < 4 {
+            respond(404, "")
+        } else {
+            respond(200, r#"{"accessToken":"acc","refreshToken":"ref"}"#)
+        }
+    })
+    .await;
+    let credentials = within(cursor_auth::login(
+        &Client::new().unwrap(),
+        &TokioClock,
+        &config(&server),
+        |_| {},
+    ))
+    .await
+    .unwrap();
+    assert_eq!(credentials.access, "acc");
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "POST /auth/poll",
+            "GET /auth/poll",
+            "POST /auth/poll",
+            "GET /auth/poll"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -230,4 +296,90 @@ async fn a_second_401_after_the_refresh_is_an_auth_error_pointing_at_login() {
         3,
         "one call, one refresh, one replay, no more"
     );
+}
+
+/// An unsigned JWT expiring at `exp` (seconds), numbered `n`.
+fn jwt(exp: u64, n: usize) -> String {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!(
+        "{}.{}.sig",
+        engine.encode(r#"{"alg":"none"}"#),
+        engine.encode(format!(r#"{{"exp":{exp},"n":{n}}}"#))
+    )
+}
+
+/// The exchange stand-in: `crsr_good` gets a numbered token expiring at `exp`, any other key
+/// a 401.
+async fn exchange_server(exp: u64) -> (TestServer, Log) {
+    server(move |request, n| {
+        assert_eq!(request.method(), http::Method::POST);
+        assert_eq!(request.uri().path(), "/auth/exchange_user_api_key");
+        assert_eq!(request.body().as_ref(), b"{}");
+        let bearer = request.headers()["authorization"].to_str().unwrap();
+        if bearer == "Bearer crsr_good" {
+            let body = format!(r#"{{"accessToken":"{}","refreshToken":"r"}}"#, jwt(exp, n));
+            respond(200, &body)
+        } else {
+            respond(401, r#"{"error":"invalid api key"}"#)
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_user_api_key_is_exchanged_once_kept_until_exp_and_exchanged_again_after_a_401() {
+    let in_a_day = now_ms() / 1000 + 86_400;
+    let (server, log) = exchange_server(in_a_day).await;
+    let client = Client::new().unwrap();
+    let key = cursor_auth::UserApiKey::new("crsr_good");
+    let config = config(&server);
+    let first = within(key.access_token(&client, &TokioClock, &config))
+        .await
+        .unwrap();
+    let again = within(key.access_token(&client, &TokioClock, &config))
+        .await
+        .unwrap();
+    assert_eq!(first, again, "kept in memory until its exp");
+    assert_eq!(log.lock().unwrap().len(), 1);
+    let fresh = within(key.exchange_after_401(&client, &TokioClock, &config, &first))
+        .await
+        .unwrap();
+    assert_ne!(fresh, first);
+    // A second caller refused with the old token gets the new one without a third exchange.
+    let shared = within(key.exchange_after_401(&client, &TokioClock, &config, &first))
+        .await
+        .unwrap();
+    assert_eq!(shared, fresh);
+    assert_eq!(log.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn an_expired_exchanged_token_is_exchanged_again() {
+    // exp within the five-minute margin: expired on arrival.
+    let (server, log) = exchange_server(now_ms() / 1000 + 60).await;
+    let client = Client::new().unwrap();
+    let key = cursor_auth::UserApiKey::new("crsr_good");
+    let config = config(&server);
+    for _ in 0..2 {
+        within(key.access_token(&client, &TokioClock, &config))
+            .await
+            .unwrap();
+    }
+    assert_eq!(log.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_refused_user_api_key_is_an_auth_error_that_does_not_show_the_key() {
+    let (server, _) = exchange_server(now_ms() / 1000 + 86_400).await;
+    let key = cursor_auth::UserApiKey::new("crsr_refused_secret");
+    let error = within(key.access_token(&Client::new().unwrap(), &TokioClock, &config(&server)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, AuthError::ApiKeyRefused { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.kind(), ErrorKind::Auth);
+    assert!(!error.to_string().contains("refused_secret"), "{error}");
 }

@@ -136,6 +136,87 @@ async fn send_http_returns_error_statuses_as_responses() {
     assert_eq!(response.status(), 401);
 }
 
+/// Sends `raw` on one HTTP/1.1 connection and reads until the server closes it.
+async fn http1_exchange(server: &TestServer, raw: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    tcp.write_all(raw.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    within(tcp.read_to_end(&mut answer)).await.unwrap();
+    String::from_utf8(answer).unwrap()
+}
+
+#[tokio::test]
+async fn the_handler_answers_http1_unary_requests_with_keep_alive() {
+    let server = TestServer::builder()
+        .handler(|request| {
+            let body = format!(
+                "{} {} {}",
+                request.method(),
+                request.uri().path(),
+                String::from_utf8_lossy(request.body())
+            );
+            http::Response::builder()
+                .status(200)
+                .header("content-type", "application/proto")
+                .body(Bytes::from(body))
+                .unwrap()
+        })
+        .start()
+        .await
+        .unwrap();
+    let answer = http1_exchange(
+        &server,
+        "POST /aiserver.v1.AiService/AvailableModels HTTP/1.1\r\nhost: x\r\n\
+         content-type: application/proto\r\ncontent-length: 3\r\n\r\nabc\
+         GET /auth/poll?uuid=1 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    let (first, second) = answer
+        .split_once("HTTP/1.1 200 OK\r\n")
+        .map(|(_, rest)| rest)
+        .and_then(|rest| rest.split_once("HTTP/1.1 200 OK\r\n"))
+        .expect("two responses on one connection");
+    assert!(
+        first.contains("content-type: application/proto\r\n"),
+        "{answer}"
+    );
+    assert!(first.contains("content-length: 47\r\n"), "{answer}");
+    assert!(
+        first.ends_with("\r\n\r\nPOST /aiserver.v1.AiService/AvailableModels abc"),
+        "{answer}"
+    );
+    assert!(second.contains("connection: close\r\n"), "{answer}");
+    assert!(second.ends_with("\r\n\r\nGET /auth/poll "), "{answer}");
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test]
+async fn a_streaming_call_over_http1_is_refused_with_505_and_h2_still_works() {
+    let server = TestServer::builder()
+        .handler(|_| http::Response::new(Bytes::from_static(b"unary")))
+        .start()
+        .await
+        .unwrap();
+    let answer = http1_exchange(
+        &server,
+        "POST /agent.v1.AgentService/Run HTTP/1.1\r\nhost: x\r\n\
+         content-type: application/connect+proto\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 505 "), "{answer}");
+    // The same port still speaks HTTP/2 to the transport's client.
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("{}/x", server.origin()))
+        .body(Bytes::new())
+        .unwrap();
+    let response = within(Client::new().unwrap().send_http(request))
+        .await
+        .unwrap();
+    assert_eq!(response.body(), &Bytes::from_static(b"unary"));
+}
+
 /// A server other processes must find listens where it is told (no TCP relay in front).
 #[tokio::test]
 async fn a_test_server_listens_on_the_address_it_is_given() {

@@ -70,6 +70,14 @@ function headlessToken(name) {
   return value ? value : undefined;
 }
 
+// The provider's `apiKey` for headless runs: `$CURSOR_ACCESS_TOKEN`, else `$CURSOR_API_KEY`.
+function headlessApiKey(info) {
+  for (const name of [info.accessTokenEnv, info.apiKeyEnv]) {
+    if (name && headlessToken(name)) return { apiKey: `$${name}` };
+  }
+  return {};
+}
+
 function streamSimple(native, refreshTokenFor, model, context, options) {
   const stream = createAssistantMessageEventStream();
   const live = {};
@@ -130,7 +138,9 @@ async function refreshModels(native, info, context) {
   const stored = context.stored?.[info.snapshotKey];
   const persisted = stored === undefined ? undefined : JSON.stringify(stored);
   const token =
-    context.credential?.type === "oauth" ? context.credential.access : headlessToken(info.accessTokenEnv);
+    context.credential?.type === "oauth"
+      ? context.credential.access
+      : (headlessToken(info.accessTokenEnv) ?? (info.apiKeyEnv && headlessToken(info.apiKeyEnv)));
   if (!context.allowNetwork || !token) return JSON.parse(native.listModels(persisted)).models;
   const refreshed = await nativeCall(
     (onDone) => native.refreshCatalog(token, persisted, context.force === true, onDone),
@@ -195,8 +205,10 @@ export default function cursorProvider(pi) {
     api: info.api,
     models,
     // Headless runs (CI, `pi -p`): pi resolves this only when auth.json has no credential for
-    // the provider, and stores nothing for it. Unset, the provider stays OAuth-only.
-    ...(headlessToken(info.accessTokenEnv) ? { apiKey: `$${info.accessTokenEnv}` } : {}),
+    // the provider, and stores nothing for it. Unset, the provider stays OAuth-only. An access
+    // token wins over a user API key (CURSOR_API_KEY, `crsr_…`), which the native side
+    // exchanges for an access token kept in memory only.
+    ...headlessApiKey(info),
     refreshModels: (context) => refreshModels(native, info, context),
     streamSimple: (model, context, options) => streamSimple(native, refreshTokenFor, model, context, options),
     oauth: {

@@ -4,7 +4,8 @@
 # heartbeats while idle), across three processes sharing one state directory:
 #   1. "remember WOMBAT-5"                      -> a first turn (a rebuild: nothing stored yet);
 #   2. 'tool: list_dir {"path": "."}'           -> a tool round with the host's own tool, resumed;
-#   3. "what did I ask you to remember?"        -> recalled by a resume without history replay.
+#   3. "what did I ask you to remember?"        -> recalled by a resume without history replay;
+# then a user API key (CURSOR_API_KEY) exchanged at the replica, and a refused one.
 # Needs the replica and mini_host examples built (cargo build -p cursor-examples --examples).
 # The last line is `N passed, M failed`; the exit status is non-zero when a check failed.
 set -eu
@@ -26,7 +27,9 @@ origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/origin")
 mkdir -p "$work/project/src"
 echo "fn main() {}" >"$work/project/src/main.rs"
 echo "# demo" >"$work/project/README.md"
-host() { (cd "$work/project" && timeout 30 "$bin/mini_host" --origin "$origin" --state "$work/state" "$1"); }
+host() { (cd "$work/project" && env -u CURSOR_ACCESS_TOKEN -u CURSOR_API_KEY timeout 30 "$bin/mini_host" --origin "$origin" --state "$work/state" "$1"); }
+# keyed KEY PROMPT: mini_host with only a user API key, in a state directory of its own.
+keyed() { (cd "$work/project" && env -u CURSOR_ACCESS_TOKEN CURSOR_API_KEY="$1" timeout 30 "$bin/mini_host" --origin "$origin" --state "$work/keyed" "$2"); }
 
 passed=0
 failed=0
@@ -58,6 +61,15 @@ esac
 check "process 3 resumed without replaying history" "$status"
 [ "$(wc -l <"$work/runs.jsonl" | tr -d ' ')" = 3 ] && status=ok || status="expected 3 Runs: $(cat "$work/runs.jsonl")"
 check "one Run per process, tool round included" "$status"
+
+out=$(keyed crsr_mini-host-key ping 2>&1) && status=ok || status="exited $?: $out"
+case "$out" in *pong*) ;; *) [ "$status" = ok ] && status="no pong: $out" ;; esac
+check "CURSOR_API_KEY is exchanged at the replica and the turn answers" "$status"
+runs=$(wc -l <"$work/runs.jsonl" | tr -d ' ')
+out=$(keyed crsr_refused-mini-host-key ping 2>&1) && status="a refused key exited 0: $out" || status=ok
+case "$out" in *refused-mini-host-key*) status="printed the key: $out" ;; *"refused the user API key"*) ;; *) [ "$status" = ok ] && status="printed: $out" ;; esac
+[ "$(wc -l <"$work/runs.jsonl" | tr -d ' ')" = "$runs" ] || status="a refused key opened a Run"
+check "a refused CURSOR_API_KEY fails before any Run, without printing the key" "$status"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

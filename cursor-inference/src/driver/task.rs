@@ -58,6 +58,11 @@ async fn drive(
     mut run: InferenceRun,
     sender: mpsc::UnboundedSender<Event>,
 ) -> InferenceRun {
+    // A turn refused before it began (an image the backend would not take) opens no call.
+    if run.is_finished() {
+        forward(&mut run, &sender);
+        return run;
+    }
     let mut call = match client.bidi(&origin, RUN_INFERENCE_PATH, headers).await {
         Ok(call) => call,
         Err(error) => {

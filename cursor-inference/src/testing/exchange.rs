@@ -4,17 +4,68 @@ use cursor_proto::aiserver::v1::{
     InferenceCoreMessage, InferenceExtendedUsageInfo, InferenceMessageRole, InferenceStreamError,
     InferenceStreamRequest, InferenceStreamResponse, InferenceTextStreamPart,
     InferenceToolCallStreamPart, RunInferenceClientMessage, RunInferenceInvocationEnd,
-    RunInferenceInvocationError, RunInferenceInvocationResponse, RunInferenceRunReady,
-    RunInferenceServerMessage, inference_core_message::Content,
+    RunInferenceInvocationError, RunInferenceInvocationResponse, RunInferenceInvokeModel,
+    RunInferenceRunReady, RunInferenceServerMessage, inference_core_message::Content,
     inference_stream_response::Response, run_inference_client_message::Message as ClientArm,
     run_inference_server_message::Message as ServerArm,
 };
 use cursor_transport::envelope::{Code, Compression, ConnectError};
 use cursor_transport::testing::{ServerCall, ServerError};
+use std::collections::VecDeque;
+
+use futures::FutureExt as _;
 use prost_types::value::Kind;
 
-use super::{Replica, Script};
+use super::{Replica, Script, WireShape};
 use crate::driver::RUN_INFERENCE_PATH;
+
+/// How many invocations one run carries (docs/PROTOCOL.md §6.1); the next is refused.
+pub(super) const MAX_INVOCATIONS: usize = 64;
+
+/// `invocation_end.error.code` of an invocation the client canceled (gRPC `CANCELLED`).
+pub(super) const CANCELED: i32 = 1;
+
+/// `invocation_end.error.code` of an invocation past [`MAX_INVOCATIONS`]
+/// (gRPC `RESOURCE_EXHAUSTED`).
+pub(super) const TOO_MANY: i32 = 8;
+
+/// What the client said while the replica was busy with an invocation.
+#[derive(Debug, Default)]
+struct Inbox {
+    queued: VecDeque<RunInferenceInvokeModel>,
+    canceled: Vec<String>,
+    finishing: bool,
+    closed: bool,
+}
+
+impl Inbox {
+    /// Files one client message; a second `run_request` is an error.
+    fn file(&mut self, arm: Option<ClientArm>) -> Result<(), &'static str> {
+        match arm {
+            Some(ClientArm::InvokeModel(invoke)) => self.queued.push_back(invoke),
+            Some(ClientArm::CancelInvocation(cancel)) => {
+                // A cancel for a queued invocation drops it before it starts.
+                let before = self.queued.len();
+                self.queued
+                    .retain(|invoke| invoke.invocation_id != cancel.invocation_id);
+                if self.queued.len() == before {
+                    self.canceled.push(cancel.invocation_id);
+                }
+            }
+            Some(ClientArm::FinishRun(_)) => self.finishing = true,
+            Some(ClientArm::RunRequest(_)) => return Err("run_request arrived twice"),
+            None => self.closed = true,
+        }
+        Ok(())
+    }
+
+    /// Whether `id` was canceled (forgetting the cancel).
+    fn take_cancel(&mut self, id: &str) -> bool {
+        let before = self.canceled.len();
+        self.canceled.retain(|canceled| canceled != id);
+        self.canceled.len() != before
+    }
+}
 
 pub(super) async fn serve(replica: &Replica, mut call: ServerCall) -> Result<(), ServerError> {
     if call.path() != RUN_INFERENCE_PATH {
@@ -30,59 +81,127 @@ pub(super) async fn serve(replica: &Replica, mut call: ServerCall) -> Result<(),
     if call.header("connect-accept-encoding") == Some("gzip") {
         call.set_compression(Compression::Gzip);
     }
-    let Some(ClientArm::RunRequest(_)) = next(&mut call).await? else {
+    let shape = replica.shape();
+    let Some(ClientArm::RunRequest(run)) = next(&mut call).await? else {
         return refuse(call, "the first frame must be run_request").await;
     };
-    send(
-        &mut call,
-        ServerArm::RunReady(RunInferenceRunReady::default()),
-    )
-    .await?;
-    let Some(ClientArm::InvokeModel(invoke)) = next(&mut call).await? else {
-        return refuse(call, "invoke_model must follow run_ready").await;
+    let ready = RunInferenceRunReady {
+        resolved_model: match shape {
+            WireShape::Live => run.requested_model,
+            WireShape::Older => None,
+        },
+        ..RunInferenceRunReady::default()
     };
-    let id = invoke.invocation_id;
-    let request = invoke.request.unwrap_or_default();
-    replica.record(request.clone());
-    match replica.next_script() {
-        Some(Script::Silent) => {
-            // Nothing more until the client closes or resets the stream.
-            while next(&mut call).await?.is_some() {}
-            return Ok(());
+    send(&mut call, ServerArm::RunReady(ready)).await?;
+    // Invocations are answered one after the other, in the order they arrived; the client's
+    // messages are read between frames, so a cancel stops an answer midway.
+    let mut inbox = Inbox::default();
+    let mut served = 0;
+    loop {
+        let invoke = match inbox.queued.pop_front() {
+            Some(invoke) => invoke,
+            None if inbox.finishing || inbox.closed => break,
+            None => {
+                let arm = next(&mut call).await?;
+                if let Err(why) = inbox.file(arm) {
+                    return refuse(call, why).await;
+                }
+                continue;
+            }
+        };
+        served += 1;
+        let id = invoke.invocation_id;
+        if served > MAX_INVOCATIONS {
+            let end = end_with(&id, TOO_MANY, "a run carries at most 64 invocations");
+            send(&mut call, end).await?;
+            continue;
         }
-        Some(Script::StreamError {
-            text,
-            error_type,
-            message,
-        }) => {
-            text_part(&mut call, &id, &text).await?;
-            let error = InferenceStreamError {
-                message,
+        let request = invoke.request.unwrap_or_default();
+        replica.record(request.clone());
+        let frames = match replica.next_script() {
+            Some(Script::Silent) => {
+                // Nothing until the client cancels this invocation, ends the run or goes away.
+                while !inbox.take_cancel(&id) {
+                    if inbox.finishing || inbox.closed {
+                        // Finishing a run with this invocation open: the client gave up.
+                        return wait_for_close(call, inbox.closed).await;
+                    }
+                    let arm = next(&mut call).await?;
+                    if let Err(why) = inbox.file(arm) {
+                        return refuse(call, why).await;
+                    }
+                }
+                replica.note_canceled(&id);
+                send(&mut call, end_with(&id, CANCELED, "canceled by the client")).await?;
+                continue;
+            }
+            Some(Script::StreamError {
+                text,
                 error_type,
-                ..InferenceStreamError::default()
-            };
-            respond(&mut call, &id, Response::Error(error)).await?;
+                message,
+            }) => {
+                let error = InferenceStreamError {
+                    message,
+                    error_type,
+                    ..InferenceStreamError::default()
+                };
+                vec![
+                    response(&id, text_part(&text)),
+                    response(&id, Response::Error(error)),
+                ]
+            }
+            Some(Script::InvocationEndError { code, message }) => {
+                vec![end_with(&id, code, &message)]
+            }
+            None => answer(&id, &request, shape),
+        };
+        for frame in frames {
+            // Whatever the client sent meanwhile, without waiting for more.
+            while !inbox.closed {
+                let Some(received) = call
+                    .recv_message::<RunInferenceClientMessage>()
+                    .now_or_never()
+                else {
+                    break;
+                };
+                if let Err(why) = inbox.file(received?.and_then(|message| message.message)) {
+                    return refuse(call, why).await;
+                }
+            }
+            if inbox.take_cancel(&id) {
+                replica.note_canceled(&id);
+                send(&mut call, end_with(&id, CANCELED, "canceled by the client")).await?;
+                break;
+            }
+            send(&mut call, frame).await?;
+            // Lets the client's next message in between two frames.
+            tokio::task::yield_now().await;
         }
-        Some(Script::InvocationEndError { code, message }) => {
-            let end = RunInferenceInvocationEnd {
-                invocation_id: id.clone(),
-                error: Some(RunInferenceInvocationError { code, message }),
-            };
-            send(&mut call, ServerArm::InvocationEnd(end)).await?;
-        }
-        None => answer(&mut call, &id, &request).await?,
     }
-    // The client ends the run with finish_run, then half-closes.
-    while next(&mut call).await?.is_some() {}
+    wait_for_close(call, inbox.closed).await
+}
+
+/// Ends the stream once the client half-closed (after `finish_run`), at once if it `closed`.
+async fn wait_for_close(mut call: ServerCall, closed: bool) -> Result<(), ServerError> {
+    if !closed {
+        while next(&mut call).await?.is_some() {}
+    }
     call.finish_ok().await
 }
 
-/// The usual reply to the conversation's last message.
-async fn answer(
-    call: &mut ServerCall,
-    id: &str,
-    request: &InferenceStreamRequest,
-) -> Result<(), ServerError> {
+fn end_with(id: &str, code: i32, message: &str) -> ServerArm {
+    ServerArm::InvocationEnd(RunInferenceInvocationEnd {
+        invocation_id: id.to_owned(),
+        error: Some(RunInferenceInvocationError {
+            code,
+            message: message.to_owned(),
+        }),
+    })
+}
+
+/// The usual reply to the conversation's last message, as frames ending the invocation.
+fn answer(id: &str, request: &InferenceStreamRequest, shape: WireShape) -> Vec<ServerArm> {
+    let mut frames = Vec::new();
     match request.messages.last().map(reply) {
         Some(Reply::Text(text)) => {
             let middle = text.len() / 2;
@@ -90,28 +209,15 @@ async fn answer(
                 .rev()
                 .find(|i| text.is_char_boundary(*i))
                 .unwrap_or(0);
-            text_part(call, id, &text[..cut]).await?;
-            text_part(call, id, &text[cut..]).await?;
+            frames.push(response(id, text_part(&text[..cut])));
+            frames.push(response(id, text_part(&text[cut..])));
         }
         Some(Reply::Tool { name, args }) => {
-            let chunks = split_three(&args);
-            for (index, chunk) in chunks.iter().enumerate() {
-                let first = index == 0;
-                let part = InferenceToolCallStreamPart {
-                    tool_call_id: if first {
-                        "call-1".into()
-                    } else {
-                        String::new()
-                    },
-                    tool_name: if first { name.clone() } else { String::new() },
-                    args: (*chunk).to_owned(),
-                    is_complete: index == chunks.len() - 1,
-                    tool_index: Some(0),
-                };
-                respond(call, id, Response::ToolCallPart(part)).await?;
+            for part in tool_call_parts("call-1", &name, &args, shape) {
+                frames.push(response(id, Response::ToolCallPart(part)));
             }
         }
-        None => text_part(call, id, "echo: ").await?,
+        None => frames.push(response(id, text_part("echo: "))),
     }
     let usage = InferenceExtendedUsageInfo {
         input_tokens: 12,
@@ -119,12 +225,12 @@ async fn answer(
         cache_read_tokens: 2,
         ..InferenceExtendedUsageInfo::default()
     };
-    respond(call, id, Response::ExtendedUsage(usage)).await?;
-    let end = RunInferenceInvocationEnd {
+    frames.push(response(id, Response::ExtendedUsage(usage)));
+    frames.push(ServerArm::InvocationEnd(RunInferenceInvocationEnd {
         invocation_id: id.to_owned(),
         error: None,
-    };
-    send(call, ServerArm::InvocationEnd(end)).await
+    }));
+    frames
 }
 
 enum Reply {
@@ -165,6 +271,47 @@ fn reply(message: &InferenceCoreMessage) -> Reply {
     }
 }
 
+/// One tool call as `tool_call_part`s in `shape`.
+fn tool_call_parts(
+    call_id: &str,
+    name: &str,
+    args: &str,
+    shape: WireShape,
+) -> Vec<InferenceToolCallStreamPart> {
+    let part = |id: &str, name: &str, args: &str, is_complete| InferenceToolCallStreamPart {
+        tool_call_id: id.to_owned(),
+        tool_name: name.to_owned(),
+        args: args.to_owned(),
+        is_complete,
+        tool_index: Some(0),
+    };
+    let chunks = split_three(args);
+    match shape {
+        WireShape::Live => {
+            let mut parts: Vec<_> = chunks
+                .iter()
+                .enumerate()
+                .map(|(i, chunk)| part(call_id, if i == 0 { name } else { "" }, chunk, false))
+                .collect();
+            parts.push(part(call_id, "", args, true));
+            parts
+        }
+        WireShape::Older => chunks
+            .iter()
+            .enumerate()
+            .map(|(i, chunk)| {
+                let first = i == 0;
+                part(
+                    if first { call_id } else { "" },
+                    if first { name } else { "" },
+                    chunk,
+                    i == chunks.len() - 1,
+                )
+            })
+            .collect(),
+    }
+}
+
 /// Three chunks (some possibly empty) that join back to `text`.
 fn split_three(text: &str) -> [&str; 3] {
     let boundary = |at: usize| {
@@ -190,22 +337,20 @@ async fn send(call: &mut ServerCall, arm: ServerArm) -> Result<(), ServerError> 
         .await
 }
 
-async fn respond(call: &mut ServerCall, id: &str, response: Response) -> Result<(), ServerError> {
-    let response = RunInferenceInvocationResponse {
+fn response(id: &str, response: Response) -> ServerArm {
+    ServerArm::InvocationResponse(RunInferenceInvocationResponse {
         invocation_id: id.to_owned(),
         response: Some(InferenceStreamResponse {
             response: Some(response),
         }),
-    };
-    send(call, ServerArm::InvocationResponse(response)).await
+    })
 }
 
-async fn text_part(call: &mut ServerCall, id: &str, text: &str) -> Result<(), ServerError> {
-    let part = InferenceTextStreamPart {
+fn text_part(text: &str) -> Response {
+    Response::TextPart(InferenceTextStreamPart {
         text: text.to_owned(),
         is_final: false,
-    };
-    respond(call, id, Response::TextPart(part)).await
+    })
 }
 
 async fn refuse(call: ServerCall, why: &str) -> Result<(), ServerError> {

@@ -6,12 +6,15 @@
 //!
 //! - a user message `ping` → the text `pong`, in two parts;
 //! - a user message `tool: <name> <json>` → a call of tool `<name>` with the JSON arguments,
-//!   streamed as three `tool_call_part` chunks, the last marked complete;
+//!   streamed as `tool_call_part` chunks in the replica's [`WireShape`];
 //! - tool results → the text `got: ` followed by the results' text;
 //! - any other user text → `echo: ` followed by it.
 //!
-//! Every answer carries usage and ends with `invocation_end`; after the client's `finish_run`
-//! the replica ends the stream. [`Replica::script`] replaces the next answer with an error, and
+//! Every answer carries usage and ends with `invocation_end`. A run carries up to 64
+//! invocations, answered one after the other in the order they arrived (the 65th ends at once
+//! with error code 8, `resource_exhausted`); a `cancel_invocation` stops its invocation between
+//! two frames (or drops it while queued) and ends it with error code 1, `cancelled`. After the
+//! client's `finish_run` and half-close the replica ends the stream. [`Replica::script`] replaces the next answer with an error, and
 //! [`Replica::set_fail_auth`] answers every call with HTTP 401. Responses of 1 KiB or more
 //! are gzip-compressed when the client asked for gzip.
 
@@ -45,15 +48,35 @@ pub enum Script {
         /// The message.
         message: String,
     },
-    /// Sends `run_ready` and then nothing, until the client gives up.
+    /// Sends nothing for the invocation until the client cancels it (then ends it with code 1,
+    /// `cancelled`) or gives up on the run.
     Silent,
+}
+
+/// Which shapes of the wire the replica speaks (docs/PROTOCOL.md §6.3, §6.4).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WireShape {
+    /// What live servers send, as an independent client written against live paid turns
+    /// reads it (docs/PROTOCOL.md §6.5 names it): `run_ready.resolved_model` names the
+    /// requested model; a tool call streams its argument JSON as three deltas, each part
+    /// repeating the call id, and then a last part (`is_complete`) carrying the whole JSON.
+    #[default]
+    Live,
+    /// The shapes this project first reconstructed: an empty `run_ready`; the call id and
+    /// tool name on the first part only, the last of three chunks marked `is_complete`.
+    Older,
 }
 
 #[derive(Debug, Default)]
 struct State {
+    shape: WireShape,
     scripts: VecDeque<Script>,
     fail_auth: bool,
+    fail_auth_next: usize,
+    calls: usize,
     requests: Vec<InferenceStreamRequest>,
+    canceled: Vec<String>,
 }
 
 /// The RunInference replica. Cheap to clone; clones share state.
@@ -106,6 +129,25 @@ impl Replica {
         self.lock().scripts.push_back(script);
     }
 
+    /// Answers the next `calls` calls with HTTP 401 (then as usual).
+    pub fn fail_auth_next(&self, calls: usize) {
+        self.lock().fail_auth_next = calls;
+    }
+
+    /// How many RunInference calls arrived (including refused ones).
+    pub fn calls(&self) -> usize {
+        self.lock().calls
+    }
+
+    /// Speaks `shape` from the next call on ([`WireShape::Live`] by default).
+    pub fn set_shape(&self, shape: WireShape) {
+        self.lock().shape = shape;
+    }
+
+    fn shape(&self) -> WireShape {
+        self.lock().shape
+    }
+
     /// Answers every call with HTTP 401.
     pub fn set_fail_auth(&self, fail: bool) {
         self.lock().fail_auth = fail;
@@ -116,12 +158,28 @@ impl Replica {
         self.lock().requests.clone()
     }
 
+    /// The ids of the invocations canceled by the client before their end, in order.
+    pub fn canceled(&self) -> Vec<String> {
+        self.lock().canceled.clone()
+    }
+
+    fn note_canceled(&self, id: &str) {
+        self.lock().canceled.push(id.to_owned());
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Counts a call and says whether to refuse it with 401.
     fn fails_auth(&self) -> bool {
-        self.lock().fail_auth
+        let mut state = self.lock();
+        state.calls += 1;
+        if state.fail_auth_next > 0 {
+            state.fail_auth_next -= 1;
+            return true;
+        }
+        state.fail_auth
     }
 
     fn next_script(&self) -> Option<Script> {

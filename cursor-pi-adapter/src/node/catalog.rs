@@ -15,11 +15,11 @@ use super::task::{
 };
 use crate::compat::TESTED_PI_VERSIONS;
 use crate::provider::{
-    ACCESS_TOKEN_ENV, API, CHANNEL_ENV, ChannelKind, PROVIDER_ID, REFRESH_TOKEN_ENV, SNAPSHOT_KEY,
-    abort_pair, api_origin_from_env, pi_models, refresh_catalog as refresh,
+    ACCESS_TOKEN_ENV, API, API_KEY_ENV, CHANNEL_ENV, ChannelKind, PROVIDER_ID, REFRESH_TOKEN_ENV,
+    SNAPSHOT_KEY, abort_pair, api_origin_from_env, pi_models, refresh_catalog as refresh,
 };
 
-/// `{id, api, channel, channelEnv, snapshotKey, accessTokenEnv, refreshTokenEnv,
+/// `{id, api, channel, channelEnv, snapshotKey, accessTokenEnv, refreshTokenEnv, apiKeyEnv,
 /// testedPiVersions, version}`; `channel` is the
 /// `CURSOR_PROVIDER_CHANNEL` choice, or `null` when it is malformed.
 #[napi]
@@ -32,6 +32,7 @@ pub fn provider_info() -> String {
         "snapshotKey": SNAPSHOT_KEY,
         "accessTokenEnv": ACCESS_TOKEN_ENV,
         "refreshTokenEnv": REFRESH_TOKEN_ENV,
+        "apiKeyEnv": API_KEY_ENV,
         "testedPiVersions": TESTED_PI_VERSIONS,
         "version": env!("CARGO_PKG_VERSION"),
     })
@@ -88,9 +89,17 @@ pub fn refresh_catalog(
                 state::remember_snapshot(stored.clone());
             }
             let client = state::client()?;
+            let api = api_origin_from_env()?;
+            // A user API key is exchanged first (kept in memory, never persisted).
+            let access_token = crate::provider::access_token_for(
+                std::sync::Arc::new(client.clone()),
+                &api,
+                access_token,
+            )
+            .await?;
             let rpc = TransportCatalogRpc::new(
                 client,
-                api_origin_from_env()?,
+                api,
                 AccessToken::new(access_token),
                 crate::provider::PiEnv::from_env().identity()?,
             );

@@ -21,9 +21,15 @@ pub fn usage(credentials_json: Option<String>, on_done: JsCallback) -> StreamHan
             let now_ms = cursor_auth::system_unix_time_ms();
             let headless = HeadlessTokens::from_env();
             let token = usage_token(credentials_json.as_deref(), headless.as_ref(), now_ms)?;
+            let client = state::client()?;
+            let api = api_origin_from_env()?;
+            // A user API key is exchanged first (kept in memory, never persisted).
+            let token =
+                crate::provider::access_token_for(std::sync::Arc::new(client.clone()), &api, token)
+                    .await?;
             let rpc = TransportCatalogRpc::new(
-                state::client()?,
-                api_origin_from_env()?,
+                client,
+                api,
                 AccessToken::new(token),
                 crate::provider::PiEnv::from_env().identity()?,
             );

@@ -330,10 +330,13 @@ impl Channel for AgentChannel {
 }
 
 /// pi's credentials for one call: the access token pi resolved (`getApiKey`) and, when the JS
-/// entry found one, the stored refresh token for one refresh.
+/// entry found one, the stored refresh token for one refresh. A user API key (`crsr_…`, from
+/// `CURSOR_API_KEY`) is exchanged for the access token instead, and exchanged again after a
+/// 401.
 struct PiTokens {
     access: Option<String>,
     refresh: Option<String>,
+    api_key: Option<Arc<cursor_auth::UserApiKey>>,
     oauth: Option<CursorOAuth>,
 }
 
@@ -347,6 +350,17 @@ impl fmt::Debug for PiTokens {
 }
 
 impl PiTokens {
+    /// The Cursor endpoints a user API key is exchanged at.
+    fn oauth(&self) -> Result<&CursorOAuth, ErrorInfo> {
+        self.oauth.as_ref().ok_or_else(|| {
+            ErrorInfo::new(
+                ErrorKind::Local,
+                "a user API key reached a channel built without the Cursor auth endpoints",
+                NextStep::host_bug("build the channel with with_token_refresh"),
+            )
+        })
+    }
+
     fn of(options: &TurnOptions, oauth: Option<CursorOAuth>) -> Self {
         let refresh = options
             .refresh_token
@@ -354,9 +368,14 @@ impl PiTokens {
             .map(str::trim)
             .filter(|token| !token.is_empty())
             .map(str::to_owned);
+        let access = options.access_token().ok();
+        let api_key = access
+            .filter(|credential| cursor_auth::is_user_api_key(credential))
+            .map(super::auth::user_api_key);
         Self {
-            access: options.access_token().ok().map(str::to_owned),
+            access: access.filter(|_| api_key.is_none()).map(str::to_owned),
             refresh,
+            api_key,
             oauth,
         }
     }
@@ -365,6 +384,9 @@ impl PiTokens {
 #[async_trait::async_trait]
 impl TokenSource for PiTokens {
     async fn access_token(&self) -> Result<String, ErrorInfo> {
+        if let Some(key) = &self.api_key {
+            return self.oauth()?.api_key_access(key).await;
+        }
         self.access.clone().ok_or_else(|| {
             ErrorInfo::new(
                 ErrorKind::Auth,
@@ -375,6 +397,9 @@ impl TokenSource for PiTokens {
     }
 
     async fn refresh(&self, rejected: &str) -> Result<String, ErrorInfo> {
+        if let Some(key) = &self.api_key {
+            return self.oauth()?.api_key_after_401(key, rejected).await;
+        }
         match (&self.oauth, &self.refresh) {
             (Some(oauth), Some(refresh)) => oauth.refresh_access(rejected, refresh).await,
             _ => Err(ErrorInfo::new(
@@ -388,7 +413,7 @@ impl TokenSource for PiTokens {
 
 /// The process's one writer of the debug file at `path`: its lock orders the appends and the
 /// rotation of every turn, whichever channel or session the turn came through.
-fn debug_writer(path: &Path) -> Arc<dyn DebugSink> {
+pub(super) fn debug_writer(path: &Path) -> Arc<dyn DebugSink> {
     static WRITERS: Mutex<Vec<Arc<JsonLinesFile>>> = Mutex::new(Vec::new());
     let mut writers = lock(&WRITERS);
     if let Some(writer) = writers.iter().find(|writer| writer.path() == path) {

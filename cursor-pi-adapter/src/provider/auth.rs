@@ -2,10 +2,12 @@
 //! transport's HTTP client.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use cursor_auth::{AuthConfig, Clock, Credentials, HttpClient};
+use cursor_auth::{AuthConfig, Clock, Credentials, HttpClient, UserApiKey};
 use cursor_proto::ir::{Classify as _, ErrorInfo, ErrorKind, NextStep};
+
+use super::headless::API_KEY_ENV;
 
 /// The provider's OAuth: what pi's `oauth.login`, `oauth.refreshToken` and `oauth.getApiKey`
 /// call. Credentials travel as pi's `auth.json` entry (JSON); pi stores them, this type never
@@ -112,6 +114,100 @@ impl CursorOAuth {
         .map_err(|error| error.to_info())?;
         Ok(refreshed.access)
     }
+}
+
+impl CursorOAuth {
+    /// The access token for the user API key `key` (`CURSOR_API_KEY`): the one exchanged last
+    /// while it has not expired, else a fresh exchange. Kept in memory only.
+    ///
+    /// # Errors
+    ///
+    /// A refused key (an auth error naming `CURSOR_API_KEY`), or a network failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: see [`UserApiKey::access_token`].
+    pub async fn api_key_access(&self, key: &UserApiKey) -> Result<String, ErrorInfo> {
+        key.access_token(self.http.as_ref(), self.clock.as_ref(), &self.config)
+            .await
+            .map_err(|error| api_key_error(&error))
+    }
+
+    /// A fresh exchange of `key` after a Run made with `rejected` was refused with 401.
+    ///
+    /// # Errors
+    ///
+    /// As [`api_key_access`](Self::api_key_access).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: see [`UserApiKey::exchange_after_401`].
+    pub async fn api_key_after_401(
+        &self,
+        key: &UserApiKey,
+        rejected: &str,
+    ) -> Result<String, ErrorInfo> {
+        key.exchange_after_401(
+            self.http.as_ref(),
+            self.clock.as_ref(),
+            &self.config,
+            rejected,
+        )
+        .await
+        .map_err(|error| api_key_error(&error))
+    }
+}
+
+/// An exchange failure, naming the variable the key came from (pi's next step for any auth
+/// error is `/login cursor`, whose stored credential would then win over the key).
+fn api_key_error(error: &cursor_auth::AuthError) -> ErrorInfo {
+    let mut info = error.to_info();
+    info.message = format!("{API_KEY_ENV}: {}", info.message);
+    info
+}
+
+/// The access token for `credential`: itself, or, for a user API key (`CURSOR_API_KEY`), the
+/// token it is exchanged for at `api` (kept in memory for the process, see [`CursorOAuth::api_key_access`]).
+///
+/// # Errors
+///
+/// A refused key or a failed exchange.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: see [`UserApiKey::access_token`](cursor_auth::UserApiKey::access_token).
+pub async fn access_token_for(
+    http: Arc<dyn HttpClient>,
+    api: &cursor_transport::Origin,
+    credential: String,
+) -> Result<String, ErrorInfo> {
+    if !cursor_auth::is_user_api_key(&credential) {
+        return Ok(credential);
+    }
+    let oauth = CursorOAuth::with_config(
+        http,
+        Arc::new(cursor_transport::TokioClock),
+        super::auth_config(api),
+    );
+    oauth.api_key_access(&user_api_key(&credential)).await
+}
+
+/// The process's holder of the user API key `key`: the same one for every turn, so its
+/// exchanged token is reused until it expires. The last few keys seen are kept (a process
+/// normally sees one).
+pub(crate) fn user_api_key(key: &str) -> Arc<UserApiKey> {
+    const KEPT: usize = 4;
+    static HELD: Mutex<Vec<Arc<UserApiKey>>> = Mutex::new(Vec::new());
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = held.iter().find(|held| held.holds(key)) {
+        return Arc::clone(found);
+    }
+    if held.len() == KEPT {
+        held.remove(0);
+    }
+    let new = Arc::new(UserApiKey::new(key));
+    held.push(Arc::clone(&new));
+    new
 }
 
 /// What pi's `getApiKey(credentials)` returns: the access token of a stored entry.

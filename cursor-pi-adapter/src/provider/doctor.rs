@@ -11,8 +11,8 @@ use crate::compat::TESTED_PI_VERSIONS;
 
 use super::usage::utc_date;
 use super::{
-    ACCESS_TOKEN_ENV, API, CHANNEL_ENV, ChannelKind, HANDLE_DIR_ENV, HeadlessTokens, PROVIDER_ID,
-    api_origin_from_env, for_pi,
+    ACCESS_TOKEN_ENV, API, API_KEY_ENV, CHANNEL_ENV, ChannelKind, HANDLE_DIR_ENV, HeadlessTokens,
+    PROVIDER_ID, api_origin_from_env, for_pi,
 };
 
 /// What the doctor looks at besides the environment.
@@ -179,15 +179,17 @@ fn credentials_section(
 ) -> Value {
     let login = || Some("run /login cursor".to_owned());
     let Some(json) = credentials_json else {
-        if headless.is_some() {
+        if let Some(tokens) = headless {
             return verdict(
                 json!({"state": "none stored; the headless token is used (see headless)"}),
                 "ok",
-                format!("none stored; {ACCESS_TOKEN_ENV} is used (see headless)"),
+                format!("none stored; {} is used (see headless)", tokens.env_name()),
                 None,
             );
         }
-        let next_step = format!("run /login cursor, or set {ACCESS_TOKEN_ENV} for headless runs");
+        let next_step = format!(
+            "run /login cursor, or set {ACCESS_TOKEN_ENV} or {API_KEY_ENV} for headless runs"
+        );
         return verdict(
             json!({"state": "missing"}),
             "fail",
@@ -544,6 +546,7 @@ mod tests {
         let tokens = HeadlessTokens {
             access: "env-secret-access".to_owned(),
             refresh: Some("env-secret-refresh".to_owned()),
+            from_api_key: false,
         };
         let input = DoctorInput {
             headless: Some(&tokens),

@@ -10,12 +10,19 @@
 //! The call presents the IDE identity (RunInference refuses the CLI one): this machine's ids
 //! from `cursor-identity` for the checksum, and a random client key kept for the life of the
 //! process. A failure ends the turn with its classified error; it is never retried on the
-//! agent channel.
+//! agent channel. One exception, as on the agent channel: a call refused with 401 before
+//! anything streamed is answered by one token refresh (the stored refresh token, or a new
+//! exchange of a user API key from `CURSOR_API_KEY`) and replayed once.
+//!
+//! With `CURSOR_PROVIDER_DEBUG=1` every turn writes one debug record (`event: inferenceTurn`):
+//! the slug asked for, the model `run_ready` resolved (or `null` when the server named none,
+//! which is tolerated) and how the turn ended; never content.
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use cursor_agent::session::DebugSink;
 use cursor_catalog::{Catalog, CatalogStore};
 use cursor_inference::InferenceConfig;
 use cursor_inference::driver;
@@ -24,7 +31,10 @@ use cursor_transport::headers::random_client_key;
 use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::{Channel, ChannelKind, Spawner, Turn, api_origin_from_env};
+use super::agent::debug_writer;
+use super::{
+    Channel, ChannelKind, CursorOAuth, PiEnv, Spawner, Turn, api_origin_from_env, auth_config,
+};
 
 /// The inference channel over cursor-inference's driver.
 #[derive(Clone)]
@@ -34,6 +44,8 @@ pub struct InferenceChannel {
     identity: IdeIdentity,
     catalog: Catalog,
     spawn: Spawner,
+    debug: Option<Arc<dyn DebugSink>>,
+    oauth: Option<CursorOAuth>,
 }
 
 impl fmt::Debug for InferenceChannel {
@@ -61,7 +73,24 @@ impl InferenceChannel {
             identity,
             catalog,
             spawn,
+            debug: None,
+            oauth: None,
         }
+    }
+
+    /// Exchanges user API keys, and answers a call refused with 401 by one refresh and one
+    /// replay, through `oauth`.
+    #[must_use]
+    pub fn with_token_refresh(mut self, oauth: CursorOAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// Writes one debug record per turn to `sink` (`CURSOR_PROVIDER_DEBUG=1`).
+    #[must_use]
+    pub fn with_debug(mut self, sink: Arc<dyn DebugSink>) -> Self {
+        self.debug = Some(sink);
+        self
     }
 
     /// The channel for this process: the API origin ([`api_origin_from_env`]), this machine's
@@ -88,25 +117,89 @@ impl InferenceChannel {
         })?;
         let mut identity = IdeIdentity::new(host.machine_id.clone(), process_client_key()?);
         identity.mac_machine_id = host.mac_machine_id.clone();
-        Ok(Self::new(
-            client,
-            origin,
-            identity,
-            store.catalog().clone(),
-            spawn,
-        ))
+        let oauth = CursorOAuth::with_config(
+            Arc::new(client.clone()),
+            Arc::new(cursor_transport::TokioClock),
+            auth_config(&origin),
+        );
+        let channel = Self::new(client, origin, identity, store.catalog().clone(), spawn)
+            .with_token_refresh(oauth);
+        let env = PiEnv::from_env();
+        Ok(match (&env.debug_file, env.debug) {
+            (Some(file), true) => channel.with_debug(debug_writer(file)),
+            _ => channel,
+        })
+    }
+
+    /// The turn: its credential resolved (a user API key exchanged), its call started, and on
+    /// a 401 before anything streamed, one refresh and one replay.
+    async fn run(self, turn: Turn) -> BoxStream<'static, Event> {
+        let fail = |info: ErrorInfo| stream::iter([Event::Error(info)]).boxed();
+        let credential = match turn.options.access_token() {
+            Ok(credential) => credential.to_owned(),
+            Err(info) => return fail(info),
+        };
+        let api_key = cursor_auth::is_user_api_key(&credential)
+            .then(|| super::auth::user_api_key(&credential));
+        let token = match (&api_key, &self.oauth) {
+            (None, _) => credential,
+            (Some(key), Some(oauth)) => match oauth.api_key_access(key).await {
+                Ok(token) => token,
+                Err(info) => return fail(info),
+            },
+            (Some(_), None) => return fail(no_auth_endpoints()),
+        };
+        let mut events = match self.start(&turn, &token) {
+            Ok(events) => events,
+            Err(info) => return fail(info),
+        };
+        let first = events.next().await;
+        let Some(Event::Error(refused)) = &first else {
+            return stream::iter(first).chain(events).boxed();
+        };
+        if refused.http_status != Some(401) {
+            return stream::iter(first).chain(events).boxed();
+        }
+        let refresh = turn
+            .options
+            .refresh_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|token| !token.is_empty());
+        let fresh = match (&api_key, &self.oauth, refresh) {
+            (Some(key), Some(oauth), _) => oauth.api_key_after_401(key, &token).await,
+            (None, Some(oauth), Some(refresh)) => oauth.refresh_access(&token, refresh).await,
+            // Nothing to refresh with: the refusal stands.
+            _ => return stream::iter(first).chain(events).boxed(),
+        };
+        match fresh.and_then(|fresh| self.start(&turn, &fresh)) {
+            Ok(replay) => replay.boxed(),
+            Err(mut info) => {
+                info.message = format!(
+                    "Cursor refused the access token and refreshing it failed: {}",
+                    info.message
+                );
+                fail(info)
+            }
+        }
     }
 
     /// Builds the turn's config and headers and starts its driver task.
-    fn start(&self, turn: &Turn) -> Result<driver::InferenceEvents, ErrorInfo> {
-        let token = turn.options.access_token()?;
+    fn start(&self, turn: &Turn, token: &str) -> Result<driver::InferenceEvents, ErrorInfo> {
         // The bare slug: an effort variant is not a model id RunInference knows.
         let slug = self
             .catalog
             .slug_for(&turn.model.id, None)
             .map_err(ErrorInfo::from)?
             .to_owned();
-        let mut config = InferenceConfig::new(slug).map_err(|error| error.to_info())?;
+        // Max mode when the model runs in it only, as the agent channel sends it.
+        let max_mode = self
+            .catalog
+            .row(&turn.model.id)
+            .is_some_and(|row| row.max_mode.request_flag());
+        let mut config = InferenceConfig::new(slug)
+            .map_err(|error| error.to_info())?
+            .with_max_mode(max_mode);
         if let Some(max) = turn.options.max_tokens {
             config = config.with_max_tokens(u32::try_from(max).unwrap_or(u32::MAX));
         }
@@ -125,9 +218,13 @@ impl InferenceChannel {
             config,
             &turn.conversation,
         );
+        let debug = self.debug.clone();
         (self.spawn)(Box::pin(async move {
-            // The outcome reaches pi through the events; the finished run is not needed.
-            let _run = task.await;
+            // The outcome reaches pi through the events; the run only feeds the debug record.
+            let run = task.await;
+            if let Some(sink) = debug {
+                sink.record(&turn_record(&run));
+            }
         }));
         Ok(events)
     }
@@ -139,11 +236,27 @@ impl Channel for InferenceChannel {
     }
 
     fn open(&self, turn: Turn) -> BoxStream<'static, Event> {
-        match self.start(&turn) {
-            Ok(events) => events.boxed(),
-            Err(info) => stream::iter([Event::Error(info)]).boxed(),
-        }
+        stream::once(self.clone().run(turn)).flatten().boxed()
     }
+}
+
+fn no_auth_endpoints() -> ErrorInfo {
+    ErrorInfo::new(
+        ErrorKind::Local,
+        "a user API key reached an inference channel built without the Cursor auth endpoints",
+        NextStep::host_bug("build the channel with with_token_refresh"),
+    )
+}
+
+/// The debug record of a finished turn: labels only.
+fn turn_record(run: &cursor_inference::InferenceRun) -> serde_json::Value {
+    serde_json::json!({
+        "event": "inferenceTurn",
+        "requestedModel": run.config().model_id,
+        // `null`: run_ready named no model (tolerated), or never arrived.
+        "resolvedModel": run.resolved_model(),
+        "failed": run.failure().map(|error| error.kind()),
+    })
 }
 
 /// The `x-client-key` of this process: random, made once, never derived from a token.

@@ -93,12 +93,12 @@ pub use crate::pi_words::{
 pub use abort::{AbortHandle, AbortSignal, abort_pair};
 pub use agent::{AgentChannel, Sessions, Spawner};
 pub use api_origin::{API_ORIGIN_ENV, api_origin, api_origin_from_env, auth_config};
-pub use auth::{CursorOAuth, api_key};
+pub use auth::{CursorOAuth, access_token_for, api_key};
 pub use backend::Channel;
 pub use catalog::{CatalogRefresh, SNAPSHOT_KEY, refresh_catalog};
 pub use channel::ChannelKind;
 pub use doctor::{DoctorInput, diagnose, doctor_text};
-pub use headless::{ACCESS_TOKEN_ENV, HeadlessTokens, REFRESH_TOKEN_ENV};
+pub use headless::{ACCESS_TOKEN_ENV, API_KEY_ENV, HeadlessTokens, REFRESH_TOKEN_ENV};
 pub use inference::InferenceChannel;
 pub use models::{pi_model, pi_models};
 pub use orchestrator::Provider;

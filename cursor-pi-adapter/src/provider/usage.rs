@@ -178,6 +178,7 @@ mod tests {
         let headless = HeadlessTokens {
             access: "env".to_owned(),
             refresh: None,
+            from_api_key: false,
         };
         assert_eq!(
             usage_token(Some(stored), Some(&headless), 1000).unwrap(),

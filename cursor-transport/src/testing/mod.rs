@@ -6,7 +6,9 @@
 //! client's decoded messages, send messages or raw bytes, end with OK or an error, or
 //! misbehave (sever the connection, reset the stream, send GOAWAY, stall). Unary and plain
 //! HTTP requests can be answered by a handler closure instead
-//! ([`TestServerBuilder::handler`]).
+//! ([`TestServerBuilder::handler`]); with a handler, a connection that opens without the
+//! HTTP/2 preface is served as HTTP/1.1 (unary requests to the handler, keep-alive; a
+//! streaming request gets 505), as Cursor's unary endpoints answer both.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -33,6 +35,7 @@
 
 mod call;
 mod error;
+mod http1;
 mod server;
 
 pub use call::ServerCall;

@@ -176,6 +176,16 @@ async fn serve_connection(
     if let Some(max) = settings.max_concurrent_streams {
         builder.max_concurrent_streams(max);
     }
+    // A client without the HTTP/2 preface speaks HTTP/1.1: unary calls only, to the handler.
+    if let Some(handler) = &settings.handler
+        && super::http1::is_http1(&tcp).await
+    {
+        let counted = Arc::clone(&stats);
+        let on_request = move || {
+            counted.requests.fetch_add(1, Ordering::AcqRel);
+        };
+        return super::http1::serve(tcp, Arc::clone(handler), on_request).await;
+    }
     let Ok(mut conn) = builder.handshake::<_, Bytes>(tcp).await else {
         return;
     };

@@ -19,6 +19,7 @@ module.exports = {
       snapshotKey: "cursorCatalog",
       accessTokenEnv: "CURSOR_ACCESS_TOKEN",
       refreshTokenEnv: "CURSOR_REFRESH_TOKEN",
+      apiKeyEnv: "CURSOR_API_KEY",
     }),
   listModels: () => JSON.stringify({ models: [], warnings: [] }),
   streamSimple: (...args) => call("streamSimple", args, () => handle),

@@ -29,6 +29,7 @@ process.env.PI_CODING_AGENT_DIR = agentDir;
 process.env.CURSOR_PI_ADDON = join(here, "fake-addon.cjs");
 delete process.env.CURSOR_ACCESS_TOKEN;
 delete process.env.CURSOR_REFRESH_TOKEN;
+delete process.env.CURSOR_API_KEY;
 const { fake } = createRequire(import.meta.url)(process.env.CURSOR_PI_ADDON);
 
 // Synchronous reads of auth.json, counted through node:fs as index.mjs imports it.
@@ -149,4 +150,23 @@ test("a turn reads auth.json without blocking, and again only when pi's token ch
   storeAuth("access-2", "refresh-2");
   await provider.streamSimple(model, context, { apiKey: "access-2" }).ended;
   assert.equal(forwarded[2].refreshToken, "refresh-2");
+});
+
+test("CURSOR_API_KEY is the headless apiKey only when CURSOR_ACCESS_TOKEN is unset", () => {
+  const registered = (env) => {
+    const names = ["CURSOR_ACCESS_TOKEN", "CURSOR_API_KEY"];
+    for (const name of names) delete process.env[name];
+    Object.assign(process.env, env);
+    try {
+      const host = { providers: {}, registerProvider: (id, config) => (host.providers[id] = config) };
+      cursorProvider(host);
+      return host.providers.cursor.apiKey;
+    } finally {
+      for (const name of names) delete process.env[name];
+    }
+  };
+  assert.equal(registered({ CURSOR_API_KEY: "crsr_x" }), "$CURSOR_API_KEY");
+  assert.equal(registered({ CURSOR_API_KEY: "crsr_x", CURSOR_ACCESS_TOKEN: "tok" }), "$CURSOR_ACCESS_TOKEN");
+  assert.equal(registered({ CURSOR_API_KEY: "  " }), undefined);
+  assert.equal(registered({}), undefined);
 });

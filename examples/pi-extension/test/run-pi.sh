@@ -31,12 +31,19 @@
 #     its one replay);
 #   - `-p ping` with CURSOR_PROVIDER_CHANNEL=inference and the API origin on the replica's
 #     RunInference listener prints `pong`, and the agent replica saw no Run (no fallback);
+#   - a tool round on the inference channel against the replica in its live shape (the call id
+#     on every tool-call part, the whole argument JSON in the last): `-p "tool: bash {…}"`
+#     makes pi run its bash tool and the next turn's answer quotes the command's output;
 #   - `-p /cursor-doctor --offline` prints one line per check (the stored credential is ok) and
 #     `-p "/cursor-doctor json --offline"` the JSON report, neither with the seeded tokens;
 #   - `-p /cursor-usage` prints the replica account's plan and usage, and a classified network
 #     error when the API origin refuses connections;
 #   - headless: with no auth.json, CURSOR_ACCESS_TOKEN/CURSOR_REFRESH_TOKEN list the models,
 #     answer `-p ping`, refresh on a 401, show as redacted in the doctor and are written nowhere.
+#   - headless with a user API key: with no auth.json and only CURSOR_API_KEY (`crsr_…`), the
+#     agent channel exchanges it at the replica's /auth/exchange_user_api_key and answers
+#     `-p ping`; the doctor shows it redacted; it is written nowhere; a refused key fails the
+#     turn naming CURSOR_API_KEY.
 # Then it measures what loading the extension adds to `pi --list-models` (COLD_START_RUNS
 # runs each, default 10; 0 skips it), and the latency from a replica text frame to pi's
 # message_update over a burst of LATENCY_DELTAS back-to-back deltas (default 200; 0 skips it;
@@ -128,6 +135,17 @@ pi_headless() {
   mkdir -p "$work/headless/.pi/agent"
   (cd "$work" && HOME="$work/headless" PI_SKIP_VERSION_CHECK=1 CURSOR_ACCESS_TOKEN=env-access-token \
     CURSOR_REFRESH_TOKEN=env-refresh-token node "$entry" --offline --no-session "$@" </dev/null)
+}
+
+# pi_api_key <key> <entry> <args...>: pi offline in a HOME without auth.json, with only the
+# user API key in the environment.
+pi_api_key() {
+  key=$1
+  entry=$2
+  shift 2
+  mkdir -p "$work/apikey/.pi/agent"
+  (cd "$work" && env -u CURSOR_ACCESS_TOKEN -u CURSOR_REFRESH_TOKEN HOME="$work/apikey" PI_SKIP_VERSION_CHECK=1 \
+    CURSOR_API_KEY="$key" node "$entry" --offline --no-session "$@" </dev/null)
 }
 
 # last_exec_kinds <log>: the last Run's execs as `kind:status` words, in order.
@@ -296,6 +314,20 @@ for version in 0.99.1 1.0.3 1.6.0; do
   [ "$(runs_logged "$work/runs.jsonl")" -eq "$before" ] || problem "the agent replica saw a Run"
   end
 
+  begin "$version inference channel tool round (live shape)"
+  before=$(runs_logged "$work/runs.jsonl")
+  status=0
+  out=$(CURSOR_PROVIDER_CHANNEL=inference CURSOR_PROVIDER_API_ORIGIN=$runs_inference pi "$entry" -e "$ext" --model "$model" \
+    -p "tool: bash {\"command\": \"echo inference-round-$version\"}" 2>&1) || status=$?
+  [ "$status" -eq 0 ] || problem "exited $status: $out"
+  case "$out" in
+    *"got: "*"inference-round-$version"*) ;;
+    *) problem "printed: $out" ;;
+  esac
+  sleep 0.2
+  [ "$(runs_logged "$work/runs.jsonl")" -eq "$before" ] || problem "the agent replica saw a Run"
+  end
+
   begin "$version /cursor-doctor: one line per check, the JSON on request"
   out=$(pi "$entry" -e "$ext" --model "$model" -p "/cursor-doctor --offline" 2>&1) || problem "exited $?"
   case "$out" in
@@ -351,6 +383,30 @@ for version in 0.99.1 1.0.3 1.6.0; do
   status=0
   out=$(cd "$work" && HOME="$work/headless" PI_SKIP_VERSION_CHECK=1 node "$entry" --offline --no-session -e "$ext" --model "$model" -p ping </dev/null 2>&1) || status=$?
   [ "$status" -ne 0 ] || problem "without CURSOR_ACCESS_TOKEN -p ping exited 0: $out"
+  end
+
+  begin "$version headless CURSOR_API_KEY on the agent channel"
+  rm -rf "$work/apikey"
+  before=$(runs_logged "$work/runs.jsonl")
+  out=$(pi_api_key crsr_e2e-user-key "$entry" -e "$ext" --model "$model" -p ping 2>&1) || problem "-p ping exited $?"
+  [ "$out" = "pong" ] || problem "-p ping printed: $out"
+  sleep 0.2
+  [ "$(runs_logged "$work/runs.jsonl")" -gt "$before" ] || problem "the agent replica saw no Run"
+  out=$(pi_api_key crsr_e2e-user-key "$entry" -e "$ext" --model "$model" -p "/cursor-doctor --offline" 2>&1) || problem "doctor exited $?"
+  case "$out" in
+    *e2e-user-key*) problem "the doctor printed the key" ;;
+    *"ok    headless     CURSOR_API_KEY in use"*) ;;
+    *) problem "the doctor printed: $out" ;;
+  esac
+  out=$(pi_api_key crsr_refused-key "$entry" -e "$ext" --model "$model" -p ping 2>&1) && problem "the refused key exited 0"
+  case "$out" in
+    *refused-key*) problem "printed the key: $out" ;;
+    *"CURSOR_API_KEY"*"refused the user API key"*) ;;
+    *) problem "the refused key printed: $out" ;;
+  esac
+  if grep -rl 'e2e-user-key\|refused-key' "$work/apikey" >"$work/grep.txt" 2>/dev/null; then
+    problem "the key was written to $(cat "$work/grep.txt")"
+  fi
   end
 
   # A catalog snapshot stored by an earlier online refresh is what offline runs list.
