@@ -130,6 +130,23 @@ pub fn layering_violations(metadata: &serde_json::Value) -> Vec<String> {
     violations
 }
 
+/// Every Rust source file of the workspace, as `(path relative to the root with `/`
+/// separators, absolute path)`.
+pub fn workspace_sources() -> Vec<(String, PathBuf)> {
+    let root = workspace_root();
+    rust_sources(&root)
+        .into_iter()
+        .map(|path| {
+            let relative = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
+            (relative, path)
+        })
+        .collect()
+}
+
 /// Returns every Rust source file below `root`, skipping build output and installed packages.
 pub fn rust_sources(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();

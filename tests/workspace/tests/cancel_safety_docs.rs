@@ -2,7 +2,7 @@
 //! future does (a `# Cancel safety` section, as tokio's docs do): hosts put these calls in
 //! `select!` and need to know what a dropped branch loses.
 
-use workspace_checks::{rust_sources, workspace_root};
+use workspace_checks::workspace_sources;
 
 /// The doc lines (and attributes) right above line `index`.
 fn docs_above<'a>(lines: &[&'a str], index: usize) -> Vec<&'a str> {
@@ -19,14 +19,8 @@ fn docs_above<'a>(lines: &[&'a str], index: usize) -> Vec<&'a str> {
 
 #[test]
 fn every_public_async_fn_documents_its_cancel_safety() {
-    let root = workspace_root();
     let mut missing = Vec::new();
-    for path in rust_sources(&root) {
-        let relative = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (relative, path) in workspace_sources() {
         let shipped = relative.starts_with("cursor-")
             && relative.contains("/src/")
             && !relative.contains("/testing/")

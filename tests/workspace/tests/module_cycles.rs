@@ -4,24 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use workspace_checks::{module_cycles, module_graph, workspace_root};
-
-const CRATES: &[&str] = &[
-    "cursor-proto",
-    "cursor-auth",
-    "cursor-identity",
-    "cursor-transport",
-    "cursor-agent",
-    "cursor-inference",
-    "cursor-catalog",
-    "cursor-pi-adapter",
-];
+use workspace_checks::{HOST_NEUTRAL_CRATES, module_cycles, module_graph, workspace_root};
 
 #[test]
 fn no_library_has_a_module_cycle() {
     let root = workspace_root();
     let mut found = Vec::new();
-    for krate in CRATES {
+    let libraries = HOST_NEUTRAL_CRATES.iter().chain(&["cursor-pi-adapter"]);
+    for krate in libraries {
         let graph = module_graph(&root.join(krate).join("src"));
         assert!(graph.len() > 1, "{krate}: no modules found");
         for cycle in module_cycles(&graph) {

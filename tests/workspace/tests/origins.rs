@@ -1,17 +1,11 @@
 //! NFR-4: every network origin written in source is on the allowlist.
 
-use workspace_checks::{host_is_allowed, hosts_named, rust_sources, workspace_root};
+use workspace_checks::{host_is_allowed, hosts_named, workspace_sources};
 
 #[test]
 fn source_names_only_allowlisted_hosts() {
-    let root = workspace_root();
     let mut offenders = Vec::new();
-    for path in rust_sources(&root) {
-        let relative = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (relative, path) in workspace_sources() {
         let text = std::fs::read_to_string(&path).unwrap();
         for (line, host) in hosts_named(&text) {
             if !host_is_allowed(&host) {

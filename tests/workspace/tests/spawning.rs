@@ -6,21 +6,15 @@
 //! commands, a second copy of the test binary for cross-process locks) and are never built
 //! into the library.
 
-use workspace_checks::{rust_sources, spawn_lines, workspace_root};
+use workspace_checks::{spawn_lines, workspace_root, workspace_sources};
 
 /// The one file allowed to spawn: `cursor-identity`'s table-driven runner.
 const SPAWN_MODULE: &str = "cursor-identity/src/command.rs";
 
 #[test]
 fn only_cursor_identity_spawns_processes() {
-    let root = workspace_root();
     let mut offenders = Vec::new();
-    for path in rust_sources(&root) {
-        let relative = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (relative, path) in workspace_sources() {
         let integration_test = relative.split('/').nth(1) == Some("tests");
         if relative == SPAWN_MODULE || relative.starts_with("tests/") || integration_test {
             continue;
