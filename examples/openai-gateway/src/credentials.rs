@@ -2,14 +2,13 @@
 //! `CURSOR_ACCESS_TOKEN` / `CURSOR_REFRESH_TOKEN`, then the `cursor` entry of pi's `auth.json`.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use cursor_agent::ir::{ErrorInfo, ErrorKind, NextStep};
 use cursor_agent::prelude::async_trait;
 use cursor_agent::session::{Client, Origin, TokenSource};
-use cursor_auth::{AuthConfig, Credentials, HttpClient as _};
+use cursor_auth::{AuthConfig, Credentials, UserApiKey};
 use cursor_transport::TokioClock;
 
 /// Where the gateway's Cursor credentials came from.
@@ -37,7 +36,7 @@ impl std::fmt::Display for CredentialSource {
 }
 
 enum Held {
-    ApiKey { key: String, token: Option<String> },
+    ApiKey(Arc<UserApiKey>),
     Oauth(Credentials),
     None,
 }
@@ -47,7 +46,6 @@ enum Held {
 pub struct GatewayTokens {
     client: Client,
     auth: AuthConfig,
-    api_origin: Origin,
     held: Mutex<Held>,
     source: CredentialSource,
 }
@@ -90,7 +88,10 @@ impl GatewayTokens {
                 .filter(|v| !v.is_empty())
         };
         let (held, source) = if let Some(key) = var("CURSOR_API_KEY") {
-            (Held::ApiKey { key, token: None }, CredentialSource::ApiKey)
+            (
+                Held::ApiKey(Arc::new(UserApiKey::new(key))),
+                CredentialSource::ApiKey,
+            )
         } else if let Some(access) = var("CURSOR_ACCESS_TOKEN") {
             let refresh = var("CURSOR_REFRESH_TOKEN").unwrap_or_default();
             let credentials = Credentials::from_tokens(access, refresh, now_ms(), None);
@@ -108,7 +109,6 @@ impl GatewayTokens {
         Self {
             client,
             auth,
-            api_origin,
             held: Mutex::new(held),
             source,
         }
@@ -125,52 +125,32 @@ impl GatewayTokens {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// `POST /auth/exchange_user_api_key` with the key as bearer and `{}` as body.
-    async fn exchange(&self, key: &str) -> Result<String, ErrorInfo> {
-        let uri = self
-            .api_origin
-            .uri("/auth/exchange_user_api_key")
-            .map_err(|e| ErrorInfo::new(ErrorKind::Local, e.to_string(), NextStep::Retry))?;
-        let request = http::Request::post(uri)
-            .header(http::header::AUTHORIZATION, format!("Bearer {key}"))
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Bytes::from_static(b"{}"))
-            .map_err(|e| ErrorInfo::new(ErrorKind::Local, e.to_string(), NextStep::Retry))?;
-        let response = self.client.send(request).await.map_err(|e| {
-            ErrorInfo::new(
-                ErrorKind::Network,
-                format!("the API key exchange failed: {e}"),
-                NextStep::Retry,
-            )
-        })?;
-        let status = response.status();
-        if status == http::StatusCode::UNAUTHORIZED || status == http::StatusCode::FORBIDDEN {
-            return Err(ErrorInfo::new(
-                ErrorKind::Auth,
-                format!("Cursor refused CURSOR_API_KEY (HTTP {})", status.as_u16()),
-                NextStep::fix_config("mint a new API key in Cursor's dashboard"),
-            )
-            .with_wire(None, Some(status.as_u16())));
-        }
-        let token = serde_json::from_slice::<serde_json::Value>(response.body())
-            .ok()
-            .filter(|_| status.is_success())
-            .and_then(|body| body.get("accessToken")?.as_str().map(str::to_owned))
-            .filter(|token| !token.is_empty());
-        let token = token.ok_or_else(|| {
-            ErrorInfo::new(
-                ErrorKind::ProtocolDrift,
-                format!(
-                    "the API key exchange answered HTTP {} without an accessToken",
-                    status.as_u16()
-                ),
-                NextStep::UpdateCrates,
-            )
-        })?;
-        if let Held::ApiKey { token: slot, .. } = &mut *self.held() {
-            *slot = Some(token.clone());
-        }
-        Ok(token)
+    /// The token `key` is exchanged for (`POST /auth/exchange_user_api_key`), kept in memory
+    /// until it expires; after a refusal of `rejected`, a fresh exchange.
+    async fn exchange(
+        &self,
+        key: &UserApiKey,
+        rejected: Option<&str>,
+    ) -> Result<String, ErrorInfo> {
+        let exchanged = match rejected {
+            None => {
+                key.access_token(&self.client, &TokioClock, &self.auth)
+                    .await
+            }
+            Some(rejected) => {
+                key.exchange_after_401(&self.client, &TokioClock, &self.auth, rejected)
+                    .await
+            }
+        };
+        exchanged.map_err(|error| {
+            use cursor_agent::ir::Classify as _;
+            let mut info = error.to_info();
+            info.message = format!("CURSOR_API_KEY: {}", info.message);
+            if info.kind == ErrorKind::Auth {
+                info.next_step = NextStep::fix_config("mint a new API key in Cursor's dashboard");
+            }
+            info
+        })
     }
 
     async fn refresh_oauth(&self, credentials: Credentials) -> Result<String, ErrorInfo> {
@@ -198,10 +178,7 @@ impl TokenSource for GatewayTokens {
     async fn access_token(&self) -> Result<String, ErrorInfo> {
         let action = match &*self.held() {
             Held::None => return Err(no_credentials()),
-            Held::ApiKey {
-                token: Some(token), ..
-            } => return Ok(token.clone()),
-            Held::ApiKey { key, token: None } => Err(key.clone()),
+            Held::ApiKey(key) => Err(Arc::clone(key)),
             Held::Oauth(credentials) => {
                 if credentials.is_expired(now_ms()) && !credentials.refresh.is_empty() {
                     Ok(credentials.clone())
@@ -211,7 +188,7 @@ impl TokenSource for GatewayTokens {
             }
         };
         match action {
-            Err(key) => self.exchange(&key).await,
+            Err(key) => self.exchange(&key, None).await,
             Ok(credentials) => self.refresh_oauth(credentials).await,
         }
     }
@@ -219,13 +196,7 @@ impl TokenSource for GatewayTokens {
     async fn refresh(&self, rejected: &str) -> Result<String, ErrorInfo> {
         let action = match &*self.held() {
             Held::None => return Err(no_credentials()),
-            Held::ApiKey { key, token } => {
-                // Another request already replaced the refused token.
-                if let Some(token) = token.as_ref().filter(|t| *t != rejected) {
-                    return Ok(token.clone());
-                }
-                Err(key.clone())
-            }
+            Held::ApiKey(key) => Err(Arc::clone(key)),
             Held::Oauth(credentials) => {
                 if credentials.access != rejected {
                     return Ok(credentials.access.clone());
@@ -234,7 +205,7 @@ impl TokenSource for GatewayTokens {
             }
         };
         match action {
-            Err(key) => self.exchange(&key).await,
+            Err(key) => self.exchange(&key, Some(rejected)).await,
             Ok(credentials) => self.refresh_oauth(credentials).await,
         }
     }
@@ -257,6 +228,7 @@ fn pi_entry(env: &impl Fn(&str) -> Option<String>) -> Option<(Credentials, PathB
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn tokens(env: &[(&str, &str)]) -> GatewayTokens {
         let env: Vec<(String, String)> = env
