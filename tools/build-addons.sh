@@ -87,6 +87,24 @@ done
 rustup component list --installed | grep -q '^llvm-tools' || rustup component add llvm-tools >&2
 llvm_bin="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 
+# napi's build script links windows-gnu addons against libnode (`-lnode`, found through
+# LIBNODE_PATH), though with napi's `dyn-symbols` the addon looks every Node-API function up in
+# the running node.exe and references none of them. An import library naming node.exe, with no
+# symbols, satisfies the link without adding an import (tools/check-addons.sh checks that).
+libnode="$tools/libnode"
+if [ ! -f "$libnode/libnode.a" ]; then
+  mkdir -p "$libnode"
+  printf 'LIBRARY node.exe\nEXPORTS\n' >"$libnode/node.def"
+  zig dlltool -m i386:x86-64 -d "$libnode/node.def" -l "$libnode/libnode.a"
+  # napi-build only checks that this file exists; the linker takes the import library.
+  : >"$libnode/libnode.dll"
+fi
+export LIBNODE_PATH="$libnode"
+# cargo-zigbuild drops the export list rustc writes for windows-gnu (list.def), and the linker
+# then exports every global symbol but napi_register_module_v1, the one Node looks for. Our own
+# .def names it, which also keeps the export table to that one symbol, as an MSVC build has.
+printf 'EXPORTS\n    napi_register_module_v1\n' >"$tools/napi-exports.def"
+
 # --- the builds --------------------------------------------------------------
 started=$(date +%s)
 for triple in "$@"; do
@@ -97,6 +115,7 @@ for triple in "$@"; do
     *-linux-gnu) zig_target="$target.$glibc" ;;
     # Rust links musl statically by default, and a static binary cannot be a cdylib.
     *-linux-musl) rustflags=(-C target-feature=-crt-static) ;;
+    *-windows-gnu) rustflags=(-C "link-arg=-Wl,$tools/napi-exports.def") ;;
   esac
   log "building $triple ($zig_target)"
   one_started=$(date +%s)
