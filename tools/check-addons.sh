@@ -59,6 +59,9 @@ symbol_problem() {
   [ "$symbol_problems" -gt 5 ] || problem "$*"
 }
 
+# format_of <llvm-readobj headers>: the format LLVM saw.
+format_of() { sed -n 's/^Format: //p' <<<"$1"; }
+
 # version_le A B: true when dotted version A <= B.
 version_le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" = "$1" ]; }
 
@@ -66,7 +69,7 @@ check_elf() {
   local file=$1 machine=$2 libc=$3
   local headers needed undefined
   headers=$(llvm-readobj --file-headers "$file")
-  grep -q 'Class: 64-bit' <<<"$headers" || problem "not a 64-bit ELF file"
+  grep -q '^Format: elf64' <<<"$headers" || { problem "not a 64-bit ELF file ($(format_of "$headers"))"; return; }
   grep -q 'Type: SharedObject' <<<"$headers" || problem "not an ELF shared object"
   grep -q "Machine: $machine " <<<"$headers" || problem "machine is $(sed -n 's/^ *Machine: //p' <<<"$headers"), not $machine"
   llvm-nm -D --defined-only "$file" | grep -Eq ' T napi_register_module_v1$' ||
@@ -115,12 +118,12 @@ check_macho() {
   local file=$1 cpu=$2
   local headers
   headers=$(llvm-readobj --file-headers "$file")
-  grep -q 'Magic: Magic64' <<<"$headers" || problem "not a 64-bit Mach-O file"
-  grep -q 'FileType: Dylib' <<<"$headers" || problem "not a Mach-O dylib"
+  grep -q 'Magic: Magic64' <<<"$headers" || { problem "not a 64-bit Mach-O file ($(format_of "$headers"))"; return; }
+  grep -q 'FileType: DynamicLibrary' <<<"$headers" || problem "not a Mach-O dylib"
   grep -q "CpuType: $cpu " <<<"$headers" || problem "CPU is $(sed -n 's/^ *CpuType: //p' <<<"$headers"), not $cpu"
   llvm-nm --defined-only -g "$file" | grep -Eq ' T _napi_register_module_v1$' ||
     problem "does not export _napi_register_module_v1"
-  local allowed='^(/usr/lib/libSystem\.B\.dylib|/usr/lib/libiconv\.2\.dylib|/usr/lib/libresolv\.9\.dylib|/usr/lib/libc\+\+\.1\.dylib|/System/Library/Frameworks/[A-Za-z]+\.framework/Versions/[A-Z]/[A-Za-z]+)$'
+  local allowed='^(/usr/lib/libSystem\.B\.dylib|/usr/lib/libiconv\.2\.dylib|/usr/lib/libcharset\.1\.dylib|/usr/lib/libresolv\.9\.dylib|/usr/lib/libc\+\+\.1\.dylib|/System/Library/Frameworks/[A-Za-z]+\.framework/Versions/[A-Z]/[A-Za-z]+)$'
   local lib
   # The first line names the file; the install name of the dylib itself is not a dependency.
   while read -r lib _; do
@@ -136,7 +139,7 @@ check_macho() {
     name=$(awk '{print $3}' <<<"$line")
     from=$(sed -n 's/.*(\(from\|dynamically\) *\([^)]*\)).*/\1 \2/p' <<<"$line")
     case "$from" in
-      "from libSystem" | "from libiconv" | "from libresolv" | "from CoreFoundation" | "from Security" | "from SystemConfiguration") ;;
+      "from libSystem" | "from libiconv" | "from libcharset" | "from libresolv" | "from CoreFoundation" | "from Security" | "from SystemConfiguration") ;;
       "dynamically looked up")
         case "$name" in _napi_* | _node_api_*) ;; *) symbol_problem "$name is looked up in the loading process but is not Node-API" ;; esac
         ;;
@@ -149,6 +152,7 @@ check_pe() {
   local file=$1 machine=$2
   local headers imports dll
   headers=$(llvm-readobj --file-headers "$file")
+  grep -q '^Format: COFF-' <<<"$headers" || { problem "not a PE/COFF file ($(format_of "$headers"))"; return; }
   grep -q "Machine: $machine " <<<"$headers" || problem "machine is $(sed -n 's/^ *Machine: //p' <<<"$headers" | head -n1), not $machine"
   grep -q 'IMAGE_FILE_DLL' <<<"$headers" || problem "not a DLL"
   llvm-readobj --coff-exports "$file" | grep -Eq 'Name: napi_register_module_v1$' ||
@@ -191,8 +195,8 @@ for pair in "${pairs[@]}"; do
         linux-arm64-gnu) check_elf "$file" EM_AARCH64 gnu ;;
         linux-x64-musl) check_elf "$file" EM_X86_64 musl ;;
         linux-arm64-musl) check_elf "$file" EM_AARCH64 musl ;;
-        darwin-x64) check_macho "$file" CPU_TYPE_X86_64 ;;
-        darwin-arm64) check_macho "$file" CPU_TYPE_ARM64 ;;
+        darwin-x64) check_macho "$file" X86_64 ;;
+        darwin-arm64) check_macho "$file" Arm64 ;;
         win32-x64-gnu | win32-x64-msvc) check_pe "$file" IMAGE_FILE_MACHINE_AMD64 ;;
         *) problem "unknown platform $triple" ;;
       esac

@@ -5,7 +5,8 @@
 #     only old glibc symbols, 1 MiB of data) must pass as linux-x64-gnu;
 #   - the same file checked as another platform's addon (arm64, musl, macOS, Windows), without
 #     the export, needing libstdc++, calling a GLIBC_2.34 symbol, with an undefined
-#     non-Node-API symbol, or truncated must each fail, with the reason it printed.
+#     non-Node-API symbol, or truncated must each fail, with the reason it printed;
+#   - cross-built addons, where present, must fail as another platform's.
 # The last line is `N passed, M failed`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,13 +76,25 @@ expect pass "" "linux-x64-gnu=$work/good.node" "a good addon passes as linux-x64
 expect fail "not EM_AARCH64" "linux-arm64-gnu=$work/good.node" "an x64 file fails as linux-arm64-gnu"
 expect fail "which a musl Linux does not guarantee" "linux-x64-musl=$work/good.node" "a glibc file fails as linux-x64-musl"
 expect fail "not a 64-bit Mach-O file" "darwin-arm64=$work/good.node" "an ELF file fails as darwin-arm64"
-expect fail "not IMAGE_FILE_MACHINE_AMD64" "win32-x64-gnu=$work/good.node" "an ELF file fails as win32-x64-gnu"
+expect fail "not a PE/COFF file" "win32-x64-gnu=$work/good.node" "an ELF file fails as win32-x64-gnu"
 expect fail "does not export napi_register_module_v1" "linux-x64-gnu=$work/noexport.node" "an addon without the registration symbol fails"
 expect fail "newer than the minimum GLIBC_2.17" "linux-x64-gnu=$work/newglibc.node" "an addon needing GLIBC_2.34 fails"
 expect fail "needs libstdc++.so.6" "linux-x64-gnu=$work/cxx.node" "an addon needing libstdc++ fails"
 expect fail "some_node_internal is undefined" "linux-x64-gnu=$work/undef.node" "an undefined non-Node-API symbol fails"
 expect fail "under 1048576" "linux-x64-gnu=$work/truncated.node" "a truncated addon fails"
 expect fail "missing" "linux-x64-gnu=$work/absent.node" "a missing addon fails"
+
+# With cross-built addons present (tools/build-addons.sh), each must fail as the wrong platform.
+npm_dir="$root/examples/pi-extension/npm"
+if [ -f "$npm_dir/darwin-arm64/cursor-pi-adapter.darwin-arm64.node" ]; then
+  expect fail "CPU is Arm64" "darwin-x64=$npm_dir/darwin-arm64/cursor-pi-adapter.darwin-arm64.node" "a darwin-arm64 addon fails as darwin-x64"
+fi
+if [ -f "$npm_dir/win32-x64-gnu/cursor-pi-adapter.win32-x64-gnu.node" ]; then
+  expect fail "not a 64-bit ELF file" "linux-x64-gnu=$npm_dir/win32-x64-gnu/cursor-pi-adapter.win32-x64-gnu.node" "a Windows addon fails as linux-x64-gnu"
+fi
+if [ -f "$npm_dir/linux-arm64-gnu/cursor-pi-adapter.linux-arm64-gnu.node" ]; then
+  expect fail "versioned symbol: musl has none" "linux-arm64-musl=$npm_dir/linux-arm64-gnu/cursor-pi-adapter.linux-arm64-gnu.node" "a glibc arm64 addon fails as linux-arm64-musl"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
