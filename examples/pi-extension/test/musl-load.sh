@@ -75,14 +75,14 @@ expect() {
 }
 x64="$here/npm/linux-x64-musl/cursor-pi-adapter.linux-x64-musl.node"
 arm64="$here/npm/linux-arm64-musl/cursor-pi-adapter.linux-arm64-musl.node"
-expect "the stand-in runs on musl (x64)" "musl libc (x86_64)" /lib/ld-musl-x86_64.so.1 --version
+expect "musl's dynamic linker runs (x64)" "musl libc (x86_64)" /lib/ld-musl-x86_64.so.1 --version
 expect "linux-x64-musl loads in a musl process" loaded "$work/load-x64" "$x64"
 if [ -f "$here/npm/linux-x64-gnu/cursor-pi-adapter.linux-x64-gnu.node" ]; then
   expect "linux-x64-gnu does not load in a musl process" "dlopen failed" "$work/load-x64" \
     "$here/npm/linux-x64-gnu/cursor-pi-adapter.linux-x64-gnu.node"
 fi
 if [ -e "$arm_root/lib/ld-musl-aarch64.so.1" ]; then
-  expect "the stand-in runs on musl (arm64, qemu)" "musl libc (aarch64)" qemu-aarch64 -L "$arm_root" "$arm_root/lib/ld-musl-aarch64.so.1" --version
+  expect "musl's dynamic linker runs (arm64, qemu)" "musl libc (aarch64)" qemu-aarch64 -L "$arm_root" "$arm_root/lib/ld-musl-aarch64.so.1" --version
   expect "linux-arm64-musl loads in a musl process (qemu)" loaded qemu-aarch64 -L "$arm_root" "$work/load-arm64" "$arm64"
   expect "linux-arm64-gnu does not load in a musl process (qemu)" "dlopen failed" qemu-aarch64 -L "$arm_root" "$work/load-arm64" \
     "$here/npm/linux-arm64-gnu/cursor-pi-adapter.linux-arm64-gnu.node"
