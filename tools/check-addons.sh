@@ -195,7 +195,7 @@ for pair in "${pairs[@]}"; do
         linux-arm64-gnu) check_elf "$file" EM_AARCH64 gnu ;;
         linux-x64-musl) check_elf "$file" EM_X86_64 musl ;;
         linux-arm64-musl) check_elf "$file" EM_AARCH64 musl ;;
-        darwin-x64) check_macho "$file" X86_64 ;;
+        darwin-x64) check_macho "$file" X86-64 ;;
         darwin-arm64) check_macho "$file" Arm64 ;;
         win32-x64-gnu | win32-x64-msvc) check_pe "$file" IMAGE_FILE_MACHINE_AMD64 ;;
         *) problem "unknown platform $triple" ;;

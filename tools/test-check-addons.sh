@@ -87,7 +87,7 @@ expect fail "missing" "linux-x64-gnu=$work/absent.node" "a missing addon fails"
 # With cross-built addons present (tools/build-addons.sh), each must fail as the wrong platform.
 npm_dir="$root/examples/pi-extension/npm"
 if [ -f "$npm_dir/darwin-arm64/cursor-pi-adapter.darwin-arm64.node" ]; then
-  expect fail "CPU is Arm64" "darwin-x64=$npm_dir/darwin-arm64/cursor-pi-adapter.darwin-arm64.node" "a darwin-arm64 addon fails as darwin-x64"
+  expect fail "CPU is Arm64 (0x100000C), not X86-64" "darwin-x64=$npm_dir/darwin-arm64/cursor-pi-adapter.darwin-arm64.node" "a darwin-arm64 addon fails as darwin-x64"
 fi
 if [ -f "$npm_dir/win32-x64-gnu/cursor-pi-adapter.win32-x64-gnu.node" ]; then
   expect fail "not a 64-bit ELF file" "linux-x64-gnu=$npm_dir/win32-x64-gnu/cursor-pi-adapter.win32-x64-gnu.node" "a Windows addon fails as linux-x64-gnu"
