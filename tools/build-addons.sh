@@ -60,14 +60,13 @@ for triple in "$@"; do rust_target "$triple" >/dev/null; done
 # --- the tools ---------------------------------------------------------------
 mkdir -p "$tools"
 venv="$tools/zig-$zig_version"
-if [ ! -x "$venv/bin/python-zig" ]; then
+if [ ! -x "$venv/bin/zig" ]; then
   log "installing ziglang==$zig_version from PyPI into $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "ziglang==$zig_version"
-  # cargo-zigbuild runs `python -m ziglang` when no `zig` is on PATH; a `zig` script is simpler.
+  # cargo-zigbuild finds the venv's `python3 -m ziglang` on PATH; the other scripts call `zig`.
   printf '#!/bin/sh\nexec "%s" -m ziglang "$@"\n' "$venv/bin/python" >"$venv/bin/zig"
   chmod +x "$venv/bin/zig"
-  ln -sf zig "$venv/bin/python-zig"
 fi
 zigbuild="$tools/cargo/bin/cargo-zigbuild"
 if [ ! -x "$zigbuild" ] || [ "$("$zigbuild" --version | awk '{print $2}')" != "$zigbuild_version" ]; then
