@@ -9,24 +9,48 @@ import { join } from "node:path";
 
 export const PACKAGE = "pi-cursor-reins";
 
-// The triples with a declared platform package (npm/<triple>/package.json).
-export const TRIPLES = ["linux-x64-gnu", "linux-arm64-gnu", "darwin-x64", "darwin-arm64", "win32-x64-msvc"];
+// The triples with a platform package (npm/<triple>/package.json), all built by
+// tools/build-addons.sh. Windows is the GNU ABI build: Node-API is a C interface, so one
+// package per CPU serves every Windows Node.
+export const TRIPLES = [
+  "linux-x64-gnu",
+  "linux-arm64-gnu",
+  "linux-x64-musl",
+  "linux-arm64-musl",
+  "darwin-x64",
+  "darwin-arm64",
+  "win32-x64-gnu",
+];
 
-// Linux needs the C library too: a glibc build does not load on musl. The ldd script names
-// musl on musl systems; Node's report says which glibc it runs on otherwise.
-function linuxLibc() {
+// Which C library this Node runs on (a glibc build does not load on musl, nor the reverse).
+// Node's own report is the authority: it has `header.glibcVersionRuntime` only when Node runs on
+// glibc. Without a report, musl's ldd script names musl. `report` and `readFile` are for tests.
+export function linuxLibc({ report = process.report, readFile = readFileSync } = {}) {
+  let header;
+  // Skipping the network part keeps getReport fast where interfaces are slow to list; the
+  // setting is the process's, so it is put back.
+  const excluded = report?.excludeNetwork;
   try {
-    if (readFileSync("/usr/bin/ldd", "utf8").includes("musl")) return "musl";
+    if (excluded === false) report.excludeNetwork = true;
+    const raw = report?.getReport?.();
+    header = (typeof raw === "string" ? JSON.parse(raw) : raw)?.header;
   } catch {
-    // No ldd: ask Node.
+    header = undefined;
+  } finally {
+    if (excluded === false) report.excludeNetwork = false;
   }
-  return process.report?.getReport?.().header?.glibcVersionRuntime ? "gnu" : "musl";
+  if (header !== undefined) return header.glibcVersionRuntime ? "gnu" : "musl";
+  try {
+    return readFile("/usr/bin/ldd", "utf8").includes("musl") ? "musl" : "gnu";
+  } catch {
+    return "gnu";
+  }
 }
 
 // The platform triple of `platform`/`arch` (Node's names), as the package names spell it.
 export function triple(platform = process.platform, arch = process.arch, libc = platform === "linux" ? linuxLibc() : undefined) {
   if (platform === "linux") return `linux-${arch}-${libc}`;
-  if (platform === "win32") return `win32-${arch}-msvc`;
+  if (platform === "win32") return `win32-${arch}-gnu`;
   return `${platform}-${arch}`;
 }
 

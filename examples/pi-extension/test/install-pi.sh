@@ -13,6 +13,11 @@
 # PROFILE=debug packs the debug addon (what CI does: the test build already made it);
 # CURSOR_PI_SKIP_BUILD=1 uses the tarballs already in $PACK_DIR (default target/npm) and the
 # replica already built. The last line is `N passed, M failed`.
+#
+# Another platform's addon, run through an emulator (test/install-pi-arm64.sh does this):
+# INSTALL_PLATFORM names the platform package to install (default linux-x64-gnu),
+# INSTALL_NODE_BIN a folder whose `node` runs that platform's Node, and INSTALL_PI_VERSIONS the
+# pi versions to test (default: all three).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -26,13 +31,15 @@ if [ -z "${CURSOR_PI_SKIP_BUILD:-}" ]; then
 fi
 replica_bin="$target_dir/debug/examples/replica"
 [ -x "$replica_bin" ] || { echo "install-pi.sh: no replica at $replica_bin" >&2; exit 1; }
+platform=${INSTALL_PLATFORM:-linux-x64-gnu}
 main_tgz=$(ls "$pack_dir"/pi-cursor-reins-[0-9]*.tgz)
-platform_tgz=$(ls "$pack_dir"/pi-cursor-reins-linux-x64-gnu-*.tgz)
+platform_tgz=$(ls "$pack_dir"/pi-cursor-reins-"$platform"-[0-9]*.tgz)
 eval "$(bash tools/pi/install.sh 2>/dev/null)"
+node_bin=${INSTALL_NODE_BIN:-$PI_NODE_BIN}
 
 # A PATH with Node 22, npm and the system tools, and no Rust toolchain.
 npm_dir=$(dirname "$(command -v npm)")
-clean_path="$PI_NODE_BIN:$npm_dir:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+clean_path="$node_bin:$npm_dir:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
 for tool in cargo rustc; do
   if PATH=$clean_path command -v "$tool" >/dev/null 2>&1; then
     echo "install-pi.sh: $tool is on the clean PATH ($(PATH=$clean_path command -v "$tool")); the test needs a PATH without Rust" >&2
@@ -60,7 +67,7 @@ in_home() {
     CURSOR_PROVIDER_AGENT_ORIGIN="$origin" CURSOR_PROVIDER_API_ORIGIN="$origin" "$@" </dev/null)
 }
 
-for version in 0.99.1 1.0.3 1.6.0; do
+for version in ${INSTALL_PI_VERSIONS:-0.99.1 1.0.3 1.6.0}; do
   entry=$(eval echo "\$PI_$(echo "$version" | tr . _)")
 
   begin "$version the main package without its platform package names the missing one"
@@ -72,20 +79,20 @@ for version in 0.99.1 1.0.3 1.6.0; do
   out=$(in_home "$home" node "$entry" --offline --no-session --model cursor/composer-2.5 -p ping 2>&1) || status=$?
   [ "$status" -ne 0 ] || problem "-p ping exited 0"
   case "$out" in
-    *"pi-cursor-reins-linux-x64-gnu is missing"*) ;;
+    *"pi-cursor-reins-$platform is missing"*) ;;
     *) problem "printed: $out" ;;
   esac
   end
 
   begin "$version pi install of both tarballs, then --list-models and -p ping"
   home="$work/home-$version"
-  for spec in "pi-cursor-reins-linux-x64-gnu@file:$platform_tgz" "pi-cursor-reins@file:$main_tgz"; do
+  for spec in "pi-cursor-reins-$platform@file:$platform_tgz" "pi-cursor-reins@file:$main_tgz"; do
     in_home "$home" node "$entry" install "npm:$spec" >"$work/install.log" 2>&1 ||
       problem "pi install npm:$spec exited $?: $(cat "$work/install.log")"
   done
   listed=$(in_home "$home" node "$entry" list 2>&1) || problem "pi list exited $?"
   case "$listed" in
-    *"npm:pi-cursor-reins-linux-x64-gnu@file:"*"npm:pi-cursor-reins@file:"*) ;;
+    *"npm:pi-cursor-reins-$platform@file:"*"npm:pi-cursor-reins@file:"*) ;;
     *) problem "pi list printed: $listed" ;;
   esac
   models=$(in_home "$home" node "$entry" --offline --no-session --list-models cursor 2>&1) || problem "--list-models exited $?"
@@ -100,7 +107,7 @@ installed="$work/home-1.6.0/.pi/agent/npm/node_modules"
 for tarball in "$main_tgz" "$platform_tgz"; do
   echo "tarball $(basename "$tarball"): $(wc -c <"$tarball" | tr -d ' ') bytes"
 done
-[ -d "$installed" ] && echo "installed: $(du -sk "$installed/pi-cursor-reins" | cut -f1) KiB + $(du -sk "$installed/pi-cursor-reins-linux-x64-gnu" | cut -f1) KiB"
+[ -d "$installed" ] && echo "installed: $(du -sk "$installed/pi-cursor-reins" | cut -f1) KiB + $(du -sk "$installed/pi-cursor-reins-$platform" | cut -f1) KiB"
 
 runs=${COLD_START_RUNS:-5}
 median_ms() {
