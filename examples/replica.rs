@@ -11,8 +11,9 @@
 //! - the token refresh `POST /oauth/token`;
 //! - the login poll, `POST /auth/poll` with the JSON body `{uuid, verifier}` or the older
 //!   `GET /auth/poll?uuid=…&verifier=…` (either without them is a 400): "not yet" (404) for
-//!   the first `--login-polls` polls of every sign-in (default 2), then tokens, as Cursor
-//!   answers while the user is still in the browser;
+//!   the first `--login-polls` poll rounds of every sign-in (default 2; a `GET` right after a
+//!   `POST` of the same sign-in is that round's fallback, not a round of its own), then tokens,
+//!   as Cursor answers while the user is still in the browser;
 //! - the user API key exchange `POST /auth/exchange_user_api_key` (`Authorization: Bearer
 //!   crsr_…`, body `{}`): an unsigned JWT access token valid for an hour, or a 401 for a key
 //!   that does not start with `crsr_` or contains `refused`;
@@ -32,7 +33,7 @@
 //! - `--port N` [`REPLICA_PORT`]: listen on `127.0.0.1:N`; 0 (the default) picks a free port;
 //! - `--fail-auth` [`REPLICA_FAIL_AUTH=1`]: every Run answers 401 and the refresh answers
 //!   `shouldLogout`;
-//! - `--login-polls N` [`REPLICA_LOGIN_POLLS`]: how many polls of a sign-in say "not yet";
+//! - `--login-polls N` [`REPLICA_LOGIN_POLLS`]: how many poll rounds of a sign-in say "not yet";
 //! - `--log PATH` [`REPLICA_LOG`]: append one JSON line per Run (label `agent-resume` /
 //!   `agent-rebuild`, user texts in the root prompt, exec requests and results);
 //! - `--hold-open` [`REPLICA_HOLD_OPEN=1`], or `--hold-open-ms N` [`REPLICA_HOLD_OPEN_MS`]:
@@ -264,10 +265,21 @@ async fn main() -> Result<(), BoxError> {
 #[derive(Debug, Default)]
 struct Counters {
     refreshes: AtomicU64,
-    polls: AtomicU64,
+    /// Sign-ins completed (names their tokens).
+    logins: AtomicU64,
+    /// Poll rounds per sign-in (by uuid).
+    rounds: Mutex<std::collections::HashMap<String, PollRounds>>,
     exchanges: AtomicU64,
-    /// How many polls of each sign-in say "not yet".
+    /// How many poll rounds of each sign-in say "not yet".
     login_polls: u64,
+}
+
+/// A sign-in's poll rounds. A client polls with `POST` and, when that answers 404, with the
+/// older `GET` in the same round: that `GET` is the same round, not another one.
+#[derive(Debug, Default)]
+struct PollRounds {
+    rounds: u64,
+    post_unanswered: bool,
 }
 
 /// Answers the plain HTTP and unary requests: the refresh, the login poll and the catalog.
@@ -292,7 +304,7 @@ fn answer(
                 "the poll needs uuid and verifier",
             );
         }
-        return poll(&counters.polls, counters.login_polls);
+        return poll(request, counters);
     }
     let bearer = request
         .headers()
@@ -459,22 +471,51 @@ fn names_the_login(request: &Request<Bytes>) -> bool {
     query.starts_with("uuid=") && query.contains("&verifier=")
 }
 
-fn poll(polls: &AtomicU64, pending: u64) -> Response<Bytes> {
-    let n = polls.fetch_add(1, Ordering::AcqRel);
-    let per_login = pending + 1;
-    if n % per_login < pending {
+/// Answers a poll round "not yet" (404) for the first `login_polls` rounds of a sign-in, then
+/// with tokens.
+fn poll(request: &Request<Bytes>, counters: &Counters) -> Response<Bytes> {
+    let uuid = login_uuid(request);
+    let is_post = request.method() == http::Method::POST;
+    let round = {
+        let mut rounds = counters
+            .rounds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let login = rounds.entry(uuid).or_default();
+        if is_post || !login.post_unanswered {
+            login.rounds += 1;
+        }
+        login.post_unanswered = is_post;
+        login.rounds
+    };
+    if round <= counters.login_polls {
         let mut response = Response::new(Bytes::new());
         *response.status_mut() = StatusCode::NOT_FOUND;
         return response;
     }
+    let n = counters.logins.fetch_add(1, Ordering::AcqRel) + 1;
     let body = serde_json::json!({
-        "accessToken": format!("replica-login-access-{}", n / per_login + 1),
-        "refreshToken": format!("replica-login-refresh-{}", n / per_login + 1),
+        "accessToken": format!("replica-login-access-{n}"),
+        "refreshToken": format!("replica-login-refresh-{n}"),
     });
     with_type(
         Response::new(Bytes::from(body.to_string())),
         "application/json",
     )
+}
+
+/// The sign-in a poll belongs to: `uuid` of the JSON body (`POST`) or of the query (`GET`).
+fn login_uuid(request: &Request<Bytes>) -> String {
+    if request.method() == http::Method::POST {
+        let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap_or_default();
+        return body["uuid"].as_str().unwrap_or_default().to_owned();
+    }
+    let query = request.uri().query().unwrap_or_default();
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("uuid="))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn error(status: u16, code: Code, message: &str) -> Response<Bytes> {

@@ -109,7 +109,7 @@ for version in ${TUI_PI_VERSIONS:-1.6.0}; do
   login_started=$(date +%s)
   wait_for "loginDeepControl?challenge=" 10 || problem "the sign-in link never showed"
   wait_for "Logged in to Cursor" 20 || problem "pi never reported the login"
-  # Six "not yet" polls at 500 ms: the link was up for a while, not answered at once.
+  # Six "not yet" poll rounds at 500 ms: the link was up for a while, not answered at once.
   [ $(($(date +%s) - login_started)) -ge 2 ] || problem "the login completed before the poll said not yet"
   grep -q '"access": "replica-login-access-' "$home/.pi/agent/auth.json" 2>/dev/null ||
     problem "auth.json lacks the replica's tokens: $(cat "$home/.pi/agent/auth.json" 2>&1)"
