@@ -57,7 +57,8 @@ export function triple(platform = process.platform, arch = process.arch, libc = 
 // Loads the addon, or throws an Error that names what is missing and how to get it.
 // `here` is the main package's folder; `env`, `platformTriple` and `requireFrom` are for tests.
 export function loadAddon(here, { env = process.env, platformTriple = triple(), requireFrom = createRequire(join(here, "index.mjs")) } = {}) {
-  const explicit = env.CURSOR_PI_ADDON;
+  // An empty or blank value is unset, as for the provider's other switches.
+  const explicit = env.CURSOR_PI_ADDON?.trim() || undefined;
   const local = join(here, "native", `cursor-pi-adapter.${process.platform}-${process.arch}.node`);
   const path = explicit ?? (existsSync(local) ? local : undefined);
   if (path !== undefined) {

@@ -124,3 +124,15 @@ test("the package the platform triple names is the one required", () => {
   assert.deepEqual(loadAddon("/nowhere", { env: {}, platformTriple: "linux-x64-musl", requireFrom: fake }), { ok: true });
   assert.deepEqual(required, ["/resolved/pi-cursor-reins-linux-x64-musl"]);
 });
+
+test("an empty or blank CURSOR_PI_ADDON counts as unset", () => {
+  for (const value of ["", "  "]) {
+    const required = [];
+    const fake = Object.assign((path) => (required.push(path), { ok: true }), {
+      resolve: (name) => `/resolved/${name}`,
+    });
+    const env = { CURSOR_PI_ADDON: value };
+    assert.deepEqual(loadAddon("/nowhere", { env, platformTriple: "linux-x64-gnu", requireFrom: fake }), { ok: true });
+    assert.deepEqual(required, ["/resolved/pi-cursor-reins-linux-x64-gnu"]);
+  }
+});
