@@ -419,7 +419,6 @@ fn refresh(fail_auth: bool, refreshes: &AtomicU64) -> Response<Bytes> {
     )
 }
 
-/// The login poll: each sign-in gets `pending` "not yet" answers (404), then tokens.
 /// The user API key exchange: numbered JWTs valid for an hour, a 401 for a refused key.
 fn exchange_api_key(request: &Request<Bytes>, exchanges: &AtomicU64) -> Response<Bytes> {
     use base64::Engine as _;

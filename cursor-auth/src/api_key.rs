@@ -235,13 +235,7 @@ mod tests {
 
     use super::*;
     use crate::jwt::fake_jwt;
-
-    fn response(status: u16, body: &str) -> Response<Bytes> {
-        Response::builder()
-            .status(status)
-            .body(Bytes::from(body.to_owned()))
-            .unwrap()
-    }
+    use crate::test_support::response;
 
     #[test]
     fn the_exchange_posts_an_empty_object_with_the_key_as_bearer() {

@@ -82,6 +82,8 @@ pub mod jwt;
 mod login;
 mod pkce;
 mod refresh;
+#[cfg(test)]
+mod test_support;
 
 pub use api_key::{
     USER_API_KEY_PREFIX, UserApiKey, exchange_request, exchange_user_api_key,

@@ -353,6 +353,7 @@ fn refusal_reason(body: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::jwt::fake_jwt;
+    use crate::test_support::response;
     use cursor_proto::ir::Classify as _;
 
     fn flow(now: Instant) -> LoginFlow {
@@ -365,13 +366,6 @@ mod tests {
             1_000,
         )
         .unwrap()
-    }
-
-    fn response(status: u16, body: &str) -> Response<Bytes> {
-        Response::builder()
-            .status(status)
-            .body(Bytes::from(body.to_owned()))
-            .unwrap()
     }
 
     fn expect_send(step: LoginStep) -> Request<Bytes> {

@@ -94,14 +94,8 @@ struct RefreshAnswer {
 mod tests {
     use super::*;
     use crate::jwt::fake_jwt;
+    use crate::test_support::response;
     use cursor_proto::ir::{Classify as _, NextStep};
-
-    fn response(status: u16, body: &str) -> Response<Bytes> {
-        Response::builder()
-            .status(status)
-            .body(Bytes::from(body.to_owned()))
-            .unwrap()
-    }
 
     #[test]
     fn the_request_posts_grant_client_id_and_refresh_token_as_json() {

@@ -1,8 +1,10 @@
 //! The driver against the loopback replica, and gzip on the wire.
 
-use std::future::Future;
+mod common;
+
 use std::time::Duration;
 
+use common::{ide_headers, within};
 use cursor_inference::driver::{self, RUN_INFERENCE_PATH};
 use cursor_inference::testing::{Replica, Script, WireShape};
 use cursor_inference::{InferenceConfig, InferenceRun};
@@ -14,27 +16,10 @@ use cursor_proto::ir::{
     ToolCall, ToolResult,
 };
 use cursor_transport::testing::TestServer;
-use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
+use cursor_transport::{Client, Origin};
 use futures::StreamExt as _;
 use prost::Message as _;
 use serde_json::json;
-
-async fn within<T>(future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(10), future)
-        .await
-        .expect("the test should not hang")
-}
-
-fn ide_headers() -> RequestHeaders {
-    let identity = IdeIdentity::new("a".repeat(64), "b".repeat(64));
-    RequestHeaders::ide(
-        &AccessToken::new("test-token"),
-        &identity,
-        &RequestId::generate().unwrap(),
-        1_700_000_000_000,
-    )
-    .unwrap()
-}
 
 /// Runs one turn to the end; returns its events and the finished run.
 async fn turn(origin: Origin, conversation: &Conversation) -> (Vec<Event>, InferenceRun) {

@@ -1,9 +1,9 @@
 //! Several invocations on one RunInference run, and `cancel_invocation`, against the replica
 //! driven frame by frame (docs/PROTOCOL.md §6.1: a run carries up to 64 invocations).
 
-use std::future::Future;
-use std::time::Duration;
+mod common;
 
+use common::{ide_headers, within};
 use cursor_inference::InferenceConfig;
 use cursor_inference::driver::RUN_INFERENCE_PATH;
 use cursor_inference::request;
@@ -15,26 +15,7 @@ use cursor_proto::aiserver::v1::{
     run_inference_server_message::Message as Server,
 };
 use cursor_proto::ir::{Conversation, Message};
-use cursor_transport::{
-    AccessToken, BidiCall, Client as Http, IdeIdentity, RequestHeaders, RequestId,
-};
-
-async fn within<T>(future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(10), future)
-        .await
-        .expect("the test should not hang")
-}
-
-fn ide_headers() -> RequestHeaders {
-    let identity = IdeIdentity::new("a".repeat(64), "b".repeat(64));
-    RequestHeaders::ide(
-        &AccessToken::new("test-token"),
-        &identity,
-        &RequestId::generate().unwrap(),
-        1_700_000_000_000,
-    )
-    .unwrap()
-}
+use cursor_transport::{BidiCall, Client as Http};
 
 /// One run, driven by hand.
 struct Run {
