@@ -220,6 +220,65 @@ async fn a_tool_round_runs_on_one_stream_with_the_hosts_own_tool() {
     assert!(stored(dir.path()).is_some());
 }
 
+#[tokio::test]
+async fn parallel_tool_calls_are_one_round_and_each_result_reaches_its_own_call() {
+    let replica = cursor_like_replica().await;
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(&replica, dir.path());
+    let ask = Conversation::new("")
+        .with_tool(read_tool())
+        .with_message(Message::user_text(
+            "tool: read_file {\"path\": \"a.txt\"}\ntool: read_file {\"path\": \"b.txt\"}",
+        ));
+    let first = leg(&session, &ask).await;
+    let calls: Vec<ToolCall> = ir(&first)
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::ToolCall(call) => Some(call.clone()),
+            _ => None,
+        })
+        .collect();
+    let paths: Vec<&serde_json::Value> = calls.iter().map(|c| &c.arguments["path"]).collect();
+    assert_eq!(paths, [&json!("a.txt"), &json!("b.txt")], "{first:?}");
+    assert_ne!(calls[0].id, calls[1].id);
+    assert_eq!(
+        last(&first),
+        &Event::Done {
+            reason: StopReason::ToolUse
+        }
+    );
+
+    // The host answers both, in the opposite order, on the same stream.
+    let answered = ask
+        .clone()
+        .with_message(Message::assistant_tool_calls(calls.clone()))
+        .with_message(Message::ToolResult(ToolResult::text(
+            calls[1].id.clone(),
+            "read_file",
+            "bee",
+            false,
+        )))
+        .with_message(Message::ToolResult(ToolResult::text(
+            calls[0].id.clone(),
+            "read_file",
+            "ay",
+            false,
+        )));
+    let second = leg(&session, &answered).await;
+    assert_eq!(
+        text(&second),
+        "The tool read_file answered: ay The tool read_file answered: bee"
+    );
+    let runs = replica.runs();
+    assert_eq!(
+        runs.len(),
+        1,
+        "both calls and both legs ran on one Run: {runs:?}"
+    );
+    let statuses: Vec<&str> = runs[0].execs.iter().map(|e| e.status.as_str()).collect();
+    assert_eq!(statuses, ["success", "success"]);
+}
+
 /// A token source that counts refreshes and hands out a fresh token each time.
 #[derive(Debug, Default)]
 struct CountingTokens {

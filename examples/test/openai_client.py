@@ -2,8 +2,8 @@
 
     python openai_client.py first|second BASE_URL API_KEY TRANSCRIPT
 
-`first`: a streaming tool loop with two tool rounds in one conversation, a non-streaming
-call, an image, errors (unknown model, wrong key), and a native shell request that reaches
+`first`: a streaming tool loop with two tool rounds in one conversation, parallel tool
+calls, a non-streaming call, an image, errors (unknown model, wrong key), and a native shell request that reaches
 the client's own `bash` tool as a call. The conversation is saved to TRANSCRIPT.
 `second` (a new process, after the gateway restarted): continues the saved conversation.
 Prints `ok   NAME` / `FAIL NAME: why` lines; the caller counts them.
@@ -93,8 +93,9 @@ def stream_leg(client, messages, tools):
     return text, calls, finish, usage, partial
 
 
-def tool_loop(client, messages, tools, run_tool):
-    """Runs legs until the model answers; returns (answer, rounds, partial deltas, usage)."""
+def tool_loop(client, messages, tools, run_tool, calls_per_round=None):
+    """Runs legs until the model answers; returns (answer, rounds, partial deltas, usage).
+    Each round's whole tool calls are appended to `calls_per_round` when it is given."""
     rounds = partial_total = 0
     usage = None
     while True:
@@ -104,6 +105,8 @@ def tool_loop(client, messages, tools, run_tool):
             messages.append({"role": "assistant", "content": text})
             return text, rounds, partial_total, usage
         rounds += 1
+        if calls_per_round is not None:
+            calls_per_round.append(calls)
         messages.append(
             {
                 "role": "assistant",
@@ -195,6 +198,20 @@ def first(base_url, key, transcript):
 
     models = [m.id for m in client.models.list()]
     check("models lists the catalog", MODEL in models, models)
+
+    parallel = [{"role": "user", "content": 'tool: shout {"text": "left"}\ntool: shout {"text": "right"}'}]
+    seen = []
+    answer, rounds, partial, _ = tool_loop(client, parallel, [SHOUT], fake_tools, seen)
+    texts = [[json.loads(c.function.arguments)["text"] for c in calls] for calls in seen]
+    check(
+        "parallel tool calls arrive whole in one round and both results are used",
+        texts == [["left", "right"]]
+        and len({c.id for c in seen[0]}) == 2
+        and partial == 0
+        and "LEFT" in answer
+        and "RIGHT" in answer,
+        f"{texts} {partial}: {answer!r}",
+    )
 
     native = [{"role": "user", "content": "run: echo native-gateway"}]
     answer, rounds, _, _ = tool_loop(client, native, [BASH], fake_tools)

@@ -7,17 +7,22 @@ pub(super) enum Intent {
     Answer(String),
     /// Run a shell command through a native exec, then report its output.
     Shell(String),
-    /// Call a host MCP tool, then report its result.
-    Tool {
-        name: String,
-        arguments: serde_json::Value,
-    },
+    /// Call host MCP tools, then report their results: one `tool:` line is one call, several
+    /// lines are parallel calls (all requested before any result is awaited).
+    Tools(Vec<Call>),
     /// Send one native exec request of every kind, then report how each was answered.
     Natives,
 }
 
 const RECALL: &str = "what did i ask you to remember";
 const NATIVES: &str = "try every native tool";
+
+/// One tool call the model asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Call {
+    pub(super) name: String,
+    pub(super) arguments: serde_json::Value,
+}
 
 /// Reads the user's turn; `earlier` are the user texts of the conversation before it.
 pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
@@ -32,14 +37,13 @@ pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
     if let Some(command) = strip_prefix_ci(text, "run:") {
         return Intent::Shell(command.trim().to_owned());
     }
-    if let Some(call) = strip_prefix_ci(text, "tool:") {
-        let call = call.trim();
-        let (name, arguments) = call.split_once(char::is_whitespace).unwrap_or((call, "{}"));
-        return match serde_json::from_str(arguments.trim()) {
-            Ok(arguments) => Intent::Tool {
-                name: name.to_owned(),
-                arguments,
-            },
+    if strip_prefix_ci(text, "tool:").is_some() {
+        return match tool_lines(text)
+            .into_iter()
+            .map(|call| parse_call(&call))
+            .collect()
+        {
+            Ok(calls) => Intent::Tools(calls),
             Err(e) => Intent::Answer(format!("Those tool arguments are not JSON: {e}.")),
         };
     }
@@ -55,6 +59,34 @@ pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
         });
     }
     Intent::Answer(format!("You said: {text}"))
+}
+
+/// `text` cut before every line that starts with `tool:` (arguments may span lines).
+fn tool_lines(text: &str) -> Vec<String> {
+    let mut calls: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match (
+            strip_prefix_ci(line.trim_start(), "tool:"),
+            calls.last_mut(),
+        ) {
+            (Some(call), _) => calls.push(call.to_owned()),
+            (None, Some(current)) => {
+                current.push('\n');
+                current.push_str(line);
+            }
+            (None, None) => {}
+        }
+    }
+    calls
+}
+
+fn parse_call(call: &str) -> Result<Call, serde_json::Error> {
+    let call = call.trim();
+    let (name, arguments) = call.split_once(char::is_whitespace).unwrap_or((call, "{}"));
+    Ok(Call {
+        name: name.to_owned(),
+        arguments: serde_json::from_str(arguments.trim())?,
+    })
 }
 
 /// The fact in `remember <fact>`, if the text is one.
@@ -86,12 +118,40 @@ mod tests {
         assert_eq!(intent("run: echo hi", &[]), Intent::Shell("echo hi".into()));
         assert_eq!(
             intent(r#"tool: add {"a": 1}"#, &[]),
-            Intent::Tool {
+            Intent::Tools(vec![Call {
                 name: "add".into(),
                 arguments: json!({"a": 1})
-            }
+            }])
+        );
+        assert_eq!(
+            intent("tool: now", &[]),
+            Intent::Tools(vec![Call {
+                name: "now".into(),
+                arguments: json!({})
+            }])
         );
         assert!(matches!(intent("tool: add {", &[]), Intent::Answer(t) if t.contains("not JSON")));
+    }
+
+    #[test]
+    fn several_tool_lines_are_parallel_calls_and_arguments_may_span_lines() {
+        assert_eq!(
+            intent("tool: add {\"a\": 1}\nTOOL: mul {\n  \"b\": 2\n}\n", &[]),
+            Intent::Tools(vec![
+                Call {
+                    name: "add".into(),
+                    arguments: json!({"a": 1})
+                },
+                Call {
+                    name: "mul".into(),
+                    arguments: json!({"b": 2})
+                },
+            ])
+        );
+        assert!(matches!(
+            intent("tool: add {}\ntool: mul {", &[]),
+            Intent::Answer(t) if t.contains("not JSON")
+        ));
     }
 
     #[test]

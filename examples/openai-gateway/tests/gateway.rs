@@ -259,6 +259,58 @@ async fn streamed_tool_round_emits_whole_calls_then_continues_the_parked_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_tool_calls_stream_whole_with_their_indexes_and_both_results_continue_one_run() {
+    let h = start_with(None, None).await;
+    let mut messages = vec![json!({
+        "role": "user",
+        "content": "tool: shout {\"text\": \"one\"}\ntool: shout {\"text\": \"two\"}"
+    })];
+    let request = |messages: &Vec<Value>| json!({"model": "composer-2.5", "messages": messages, "tools": shout_tool(), "stream": true});
+    let (status, events, _) = post_stream(&h, &request(&messages)).await;
+    assert_eq!(status, 200);
+    let calls: Vec<&Value> = events
+        .iter()
+        .filter_map(|e| e["choices"][0]["delta"].get("tool_calls"))
+        .flat_map(|calls| calls.as_array().unwrap())
+        .collect();
+    let indexes: Vec<&Value> = calls.iter().map(|c| &c["index"]).collect();
+    assert_eq!(indexes, [&json!(0), &json!(1)], "{events:?}");
+    let texts: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(texts, [json!({"text": "one"}), json!({"text": "two"})]);
+    let finish: Vec<&Value> = events
+        .iter()
+        .map(|e| &e["choices"][0]["finish_reason"])
+        .filter(|f| !f.is_null())
+        .collect();
+    assert_eq!(finish, [&json!("tool_calls")]);
+
+    let ids: Vec<String> = calls
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": ids[0], "type": "function", "function": {"name": "shout", "arguments": "{\"text\":\"one\"}"}},
+        {"id": ids[1], "type": "function", "function": {"name": "shout", "arguments": "{\"text\":\"two\"}"}}
+    ]}));
+    messages.push(json!({"role": "tool", "tool_call_id": ids[1], "content": "TWO"}));
+    messages.push(json!({"role": "tool", "tool_call_id": ids[0], "content": "ONE"}));
+    let (status, events, _) = post_stream(&h, &request(&messages)).await;
+    assert_eq!(status, 200);
+    let text: String = events
+        .iter()
+        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(
+        text,
+        "The tool shout answered: ONE The tool shout answered: TWO"
+    );
+    assert_eq!(h.replica.runs().len(), 1, "{:?}", h.replica.runs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_user_turn_resumes_and_a_second_gateway_process_resumes_from_the_handle() {
     let h = start_with(None, None).await;
     let mut messages = vec![json!({"role": "user", "content": "remember OKAPI-9"})];

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{Exchange, Stop};
 use crate::testing::ExecRecord;
+use crate::testing::model::Call;
 
 /// One reply to an exec request.
 enum ExecReply {
@@ -59,24 +60,36 @@ impl Exchange<'_> {
 
     /// Every reply to exec `id` up to its `stream_close`.
     async fn exec_replies(&mut self, id: u32) -> Result<Vec<ExecReply>, Stop> {
-        let mut replies = Vec::new();
-        loop {
+        let mut all = self.replies_to_all(&[id]).await?;
+        Ok(all.pop().unwrap_or_default())
+    }
+
+    /// Every reply to each exec of `ids` (in that order) up to the `stream_close` of each;
+    /// the client may interleave them.
+    async fn replies_to_all(&mut self, ids: &[u32]) -> Result<Vec<Vec<ExecReply>>, Stop> {
+        let mut replies: Vec<Vec<ExecReply>> = ids.iter().map(|_| Vec::new()).collect();
+        let mut open = ids.len();
+        let slot = |id: u32| ids.iter().position(|&i| i == id);
+        while open > 0 {
             match self.next().await? {
-                Some(Client::ExecClientMessage(reply)) if reply.id == id => {
-                    if let Some(message) = reply.message {
-                        replies.push(ExecReply::Typed(message));
+                Some(Client::ExecClientMessage(reply)) if slot(reply.id).is_some() => {
+                    if let (Some(i), Some(message)) = (slot(reply.id), reply.message) {
+                        replies[i].push(ExecReply::Typed(message));
                     }
                 }
                 Some(Client::ExecClientControlMessage(control)) => match control.message {
-                    Some(Control::StreamClose(close)) if close.id == id => return Ok(replies),
-                    Some(Control::Throw(thrown)) if thrown.id == id => {
-                        replies.push(ExecReply::Thrown(thrown.error));
+                    Some(Control::StreamClose(close)) if slot(close.id).is_some() => open -= 1,
+                    Some(Control::Throw(thrown)) if slot(thrown.id).is_some() => {
+                        if let Some(i) = slot(thrown.id) {
+                            replies[i].push(ExecReply::Thrown(thrown.error));
+                        }
                     }
                     _ => return Err(Stop::reject("an exec control frame for another exec")),
                 },
                 _ => return Err(Stop::reject("expected the answer to an exec request")),
             }
         }
+        Ok(replies)
     }
 
     fn note(&mut self, kind: &str, request: impl Into<String>, answer: &Answer) {
@@ -136,39 +149,69 @@ impl Exchange<'_> {
         }
     }
 
-    /// An MCP tool call (`mcp_args`), answered with the host's result.
+    /// One MCP tool call (`mcp_args`), answered with the host's result.
     pub(super) async fn tool(&mut self, name: &str, arguments: &Value) -> Result<String, Stop> {
-        let args = match arguments {
-            Value::Object(map) => map
-                .iter()
-                .map(|(k, v)| (k.clone(), proto_value(v)))
-                .collect(),
-            _ => Default::default(),
+        let call = Call {
+            name: name.to_owned(),
+            arguments: arguments.clone(),
         };
-        let call_id = format!("call-{}", self.next_id);
-        let replies = self
-            .request(Exec::McpArgs(wire::McpArgs {
-                name: name.to_owned(),
-                args,
-                tool_call_id: call_id,
-                provider_identifier: self.provider.clone(),
-                tool_name: name.to_owned(),
-                server_identifier: self.provider.clone(),
-            }))
-            .await?;
-        let answer = mcp_answer(replies)?;
-        self.note("mcp", format!("{name} {arguments}"), &answer);
-        let text = &answer.text;
-        Ok(match answer.status {
-            "success" => format!("The tool {name} answered: {text}"),
-            "tool-not-found" => format!("There is no tool named {name} (available: {text})."),
-            _ => format!("The tool {name} failed: {text}"),
-        })
+        self.tools(std::slice::from_ref(&call)).await
+    }
+
+    /// MCP tool calls (`mcp_args`), all sent before any result is awaited (parallel calls, as
+    /// a model that asks for several tools at once makes them), answered with the host's
+    /// results in call order.
+    pub(super) async fn tools(&mut self, calls: &[Call]) -> Result<String, Stop> {
+        let mut ids = Vec::with_capacity(calls.len());
+        for call in calls {
+            let id = self.next_id();
+            let args = match &call.arguments {
+                Value::Object(map) => map
+                    .iter()
+                    .map(|(k, v)| (k.clone(), proto_value(v)))
+                    .collect(),
+                _ => Default::default(),
+            };
+            let frame = wire::AgentServerMessage {
+                message: Some(Server::ExecServerMessage(wire::ExecServerMessage {
+                    id,
+                    exec_id: format!("exec-{id}"),
+                    message: Some(Exec::McpArgs(wire::McpArgs {
+                        name: call.name.clone(),
+                        args,
+                        tool_call_id: format!("call-{id}"),
+                        provider_identifier: self.provider.clone(),
+                        tool_name: call.name.clone(),
+                        server_identifier: self.provider.clone(),
+                    })),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            };
+            self.send_bytes(&frame.encode_to_vec()).await?;
+            ids.push(id);
+        }
+        self.awaiting_exec = true;
+        let replies = self.replies_to_all(&ids).await?;
+        self.awaiting_exec = false;
+        let mut said = Vec::with_capacity(calls.len());
+        for (call, replies) in calls.iter().zip(replies) {
+            let answer = mcp_answer(replies)?;
+            let name = &call.name;
+            self.note("mcp", format!("{name} {}", call.arguments), &answer);
+            let text = &answer.text;
+            said.push(match answer.status {
+                "success" => format!("The tool {name} answered: {text}"),
+                "tool-not-found" => format!("There is no tool named {name} (available: {text})."),
+                _ => format!("The tool {name} failed: {text}"),
+            });
+        }
+        Ok(said.join(" "))
     }
 
     /// Exec arm 36 (field-reports §1): asks for the client's MCP state and tells whether it
-    /// lists a tool called `name`. A throw, an error or an empty answer lists nothing.
-    pub(super) async fn mcp_state_lists(&mut self, name: &str) -> Result<bool, Stop> {
+    /// lists every tool of `names`. A throw, an error or an empty answer lists nothing.
+    pub(super) async fn mcp_state_lists(&mut self, names: &[&str]) -> Result<bool, Stop> {
         let replies = self
             .request(Exec::McpStateExecArgs(wire::McpStateExecArgs::default()))
             .await?;
@@ -206,8 +249,11 @@ impl Exchange<'_> {
             }
         }
         self.note("mcp_state", "", &answer);
-        let wanted = format!("{}/{name}", self.provider);
-        Ok(answer.status == "success" && listed.contains(&wanted))
+        let provider = &self.provider;
+        Ok(answer.status == "success"
+            && names
+                .iter()
+                .all(|name| listed.contains(&format!("{provider}/{name}"))))
     }
 
     /// `try every native tool`: one request of each kind a client must answer without running

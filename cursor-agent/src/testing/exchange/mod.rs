@@ -314,14 +314,16 @@ impl Exchange<'_> {
             Intent::Answer(answer) => answer,
             Intent::Shell(command) if self.shell_allowed() => self.shell(&command, &state).await?,
             Intent::Shell(command) => self.command_through_mcp(&command).await?,
-            Intent::Tool { name, arguments } => {
+            Intent::Tools(calls) => {
+                let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
                 if self.replica.mcp_state_requests().asks(&self.record.model)
-                    && !self.mcp_state_lists(&name).await?
+                    && !self.mcp_state_lists(&names).await?
                 {
                     // What a model without tools does: it narrates instead of calling.
-                    format!("I would call {name}, but no MCP tools are available to me.")
+                    let names = names.join(" and ");
+                    format!("I would call {names}, but no MCP tools are available to me.")
                 } else {
-                    self.tool(&name, &arguments).await?
+                    self.tools(&calls).await?
                 }
             }
             Intent::Natives => self.natives(&state).await?,
