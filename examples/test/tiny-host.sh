@@ -15,7 +15,7 @@ trap cleanup EXIT
 "$bin/replica" --port 0 --hold-open --heartbeat-ms 50 --log "$work/runs.jsonl" >"$work/origin" 2>"$work/replica.err" &
 replica_pid=$!
 i=0
-while ! grep -q '^REPLICA_ORIGIN=' "$work/origin" && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -qs '^REPLICA_ORIGIN=' "$work/origin" && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/origin")
 [ -n "$origin" ] || { echo "tiny-host.sh: the replica did not start: $(cat "$work/replica.err")" >&2; exit 1; }
 mkdir -p "$work/state"

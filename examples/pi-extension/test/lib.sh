@@ -10,7 +10,7 @@ start_replica() {
   "$replica_bin" --port 0 --log "$work/$name.jsonl" "$@" >"$work/$name.origin" 2>"$work/$name.err" &
   echo $! >>"$work/pids"
   i=0
-  while ! grep -q '^REPLICA_ORIGIN=' "$work/$name.origin" && [ "$i" -lt 100 ]; do
+  while ! grep -qs '^REPLICA_ORIGIN=' "$work/$name.origin" && [ "$i" -lt 100 ]; do
     sleep 0.1
     i=$((i + 1))
   done

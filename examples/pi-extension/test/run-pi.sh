@@ -19,6 +19,8 @@
 #     arm 36) first, as Cursor does for Grok models, and calls the tool because the state the
 #     provider reported lists it;
 #   - `-p "tool: bash {…}"`: the same through an MCP call of pi's tool;
+#   - two `tool:` lines in one prompt: the replica asks for both MCP calls before awaiting any
+#     result (parallel calls), pi runs both, and both results go back on the same Run;
 #   - resume across processes: one pi process is asked to remember a pass phrase, a second
 #     (`-c`, the same pi session) recalls it, and the replica saw the second Run as a resume of
 #     the same remote conversation without the history replayed; that replica keeps every
@@ -248,6 +250,17 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *"mcp-$version"*) ;;
     *) problem "printed: $out" ;;
   esac
+  end
+
+  begin "$version parallel MCP calls of pi's bash in one round of one Run"
+  both=$(printf 'tool: bash {"command":"echo left-%s"}\ntool: bash {"command":"echo right-%s"}' "$version" "$version")
+  out=$(pi "$entry" -e "$ext" --model "$model" -p "$both" 2>&1) || problem "exited $?"
+  case "$out" in
+    *"left-$version"*"right-$version"*) ;;
+    *) problem "printed: $out" ;;
+  esac
+  last_exec_kinds "$work/runs.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
+  [ "$(cat "$work/kinds.txt")" = "mcp:success mcp:success" ] || problem "execs: $(cat "$work/kinds.txt")"
   end
 
   begin "$version resume across processes (server holds the response open)"
