@@ -115,6 +115,8 @@ for triple in "$@"; do
     # Rust links musl statically by default, and a static binary cannot be a cdylib.
     *-linux-musl) rustflags=(-C target-feature=-crt-static) ;;
     *-windows-gnu) rustflags=(-C "link-arg=-Wl,$tools/napi-exports.def") ;;
+    # The linker would record this machine's build path as the dylib's own name.
+    *-apple-darwin) rustflags=(-C "link-arg=-Wl,-install_name,@rpath/cursor-pi-adapter.node") ;;
   esac
   log "building $triple ($zig_target)"
   one_started=$(date +%s)

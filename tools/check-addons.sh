@@ -8,6 +8,7 @@
 #     musl builds need only musl's libc.so, macOS builds bind only to libSystem and system
 #     frameworks, Windows builds import only system DLLs (no MinGW runtime DLL such as
 #     libgcc_s_seh-1.dll or libwinpthread-1.dll, which a Windows machine does not have);
+#   - macOS builds are named `@rpath/…` (LC_ID_DYLIB), not by the build machine's path;
 #   - its size, between 1 MiB (a truncated or empty build) and MAX_ADDON_BYTES (default 40 MiB).
 #
 #   tools/check-addons.sh                       # every addon present in examples/pi-extension/npm/*/
@@ -123,12 +124,19 @@ check_macho() {
   grep -q "CpuType: $cpu " <<<"$headers" || problem "CPU is $(sed -n 's/^ *CpuType: //p' <<<"$headers"), not $cpu"
   llvm-nm --defined-only -g "$file" | grep -Eq ' T _napi_register_module_v1$' ||
     problem "does not export _napi_register_module_v1"
+  # The dylib's own name (LC_ID_DYLIB): an absolute path would publish the build machine's.
+  local id
+  id=$(llvm-objdump --macho --dylib-id "$file" | sed -n '2p')
+  case "$id" in
+    @rpath/* | @loader_path/*) ;;
+    *) problem "its install name is ${id:-missing}, not @rpath/… (a build machine's path)" ;;
+  esac
   local allowed='^(/usr/lib/libSystem\.B\.dylib|/usr/lib/libiconv\.2\.dylib|/usr/lib/libcharset\.1\.dylib|/usr/lib/libresolv\.9\.dylib|/usr/lib/libc\+\+\.1\.dylib|/System/Library/Frameworks/[A-Za-z]+\.framework/Versions/[A-Z]/[A-Za-z]+)$'
   local lib
   # The first line names the file; the install name of the dylib itself is not a dependency.
   while read -r lib _; do
     [ -n "$lib" ] || continue
-    case "$lib" in "$file:" | *cursor_pi_adapter*) continue ;; esac
+    case "$lib" in "$file:" | "$id") continue ;; esac
     grep -Eq "$allowed" <<<"$lib" || problem "links $lib, which macOS does not guarantee"
   done < <(llvm-objdump --macho --dylibs-used "$file")
   # Each undefined symbol names where it binds: a system library, or (flat lookup) the process,

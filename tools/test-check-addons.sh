@@ -6,7 +6,9 @@
 #   - the same file checked as another platform's addon (arm64, musl, macOS, Windows), without
 #     the export, needing libstdc++, calling a GLIBC_2.34 symbol, with an undefined
 #     non-Node-API symbol, or truncated must each fail, with the reason it printed;
-#   - cross-built addons, where present, must fail as another platform's.
+#   - cross-built addons, where present, must fail as another platform's;
+#   - with Zig present (tools/build-addons.sh installs it), a Mach-O dylib passes with an
+#     @rpath install name and fails with the build path a plain link records.
 # The last line is `N passed, M failed`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -94,6 +96,17 @@ if [ -f "$npm_dir/win32-x64-gnu/cursor-pi-adapter.win32-x64-gnu.node" ]; then
 fi
 if [ -f "$npm_dir/linux-arm64-gnu/cursor-pi-adapter.linux-arm64-gnu.node" ]; then
   expect fail "versioned symbol: musl has none" "linux-arm64-musl=$npm_dir/linux-arm64-gnu/cursor-pi-adapter.linux-arm64-gnu.node" "a glibc arm64 addon fails as linux-arm64-musl"
+fi
+
+# Mach-O plants need a Mach-O linker: Zig, once tools/build-addons.sh has installed it. The same
+# dylib passes with an @rpath install name and fails with the absolute path a plain link records.
+zig="$root/target/tools/zig-${ZIG_VERSION:-0.17.1}/bin/zig"
+if [ -x "$zig" ]; then
+  "$zig" cc -target aarch64-macos -shared -O1 -Wl,-install_name,@rpath/cursor-pi-adapter.node \
+    -o "$work/rpath.dylib" "$work/base.c"
+  "$zig" cc -target aarch64-macos -shared -O1 -o "$work/absolute.dylib" "$work/base.c"
+  expect pass "" "darwin-arm64=$work/rpath.dylib" "a Mach-O dylib named @rpath/… passes as darwin-arm64"
+  expect fail "its install name is $work/absolute.dylib" "darwin-arm64=$work/absolute.dylib" "a Mach-O dylib named by its build path fails"
 fi
 
 echo "$passed passed, $failed failed"
