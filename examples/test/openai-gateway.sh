@@ -2,7 +2,7 @@
 # cursor-openai-gateway end to end with clients nobody here wrote, against the standalone
 # replica (responses held open, heartbeats, native execs sent whatever the allowed-tools header
 # says): the `openai` Python package and `llm` 0.36 from PyPI (one venv under target/), and
-# Codex CLI (`@openai/codex` from npm, under target/).
+# Codex CLI (`@openai/codex` from npm) and opencode (`opencode-ai` from npm), both under target/.
 #
 #   1. gateway process 1, under strace:
 #      - openai: a streaming tool loop with two tool rounds, a non-streaming call, an image,
@@ -12,13 +12,17 @@
 #        tool chain, and its tool round stays on one Run;
 #      - `codex exec` through /v1/responses runs one tool round (Codex runs `echo` itself), on
 #        one Run;
+#      - opencode (`opencode-ai` from npm, its OpenAI-compatible provider as docs/OPENAI-GATEWAY.md
+#        configures it): a tool round of its bash tool on one Run, Cursor's native shell request
+#        run by opencode's own bash tool, and `opencode run -c` continuing a conversation as a
+#        resume;
 #   2. the gateway spawned nothing: the only execve strace saw is its own, and no fork;
 #   3. gateway process 2 over the same --state, a second client process: it continues the
 #      saved conversation, and the replica saw that Run as a resume without history replay.
 #
 # Needs the gateway binary and the replica example built (cargo build -p cursor-openai-gateway
-# -p cursor-examples --example replica), python3, npm and strace. About 35 s on a first run
-# (pip and npm installs), about 10 s once target/ holds the clients.
+# -p cursor-examples --example replica), python3, npm and strace. About 50 s on a first run
+# (pip and npm installs), about 20 s once target/ holds the clients.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 target="${CARGO_TARGET_DIR:-$root/target}"
@@ -36,6 +40,14 @@ if ! "$venv/bin/python" -c 'import openai' 2>/dev/null || [ "$("$venv/bin/llm" -
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'openai>=1,<4' "llm==$llm_version"
 fi
+opencode_version=1.18.33
+opencode_dir="$target/opencode-$opencode_version"
+opencode="$opencode_dir/node_modules/.bin/opencode"
+if [ ! -x "$opencode" ]; then
+  mkdir -p "$opencode_dir"
+  printf '{"private":true}\n' >"$opencode_dir/package.json"
+  npm install --prefix "$opencode_dir" --no-audit --no-fund --no-package-lock --loglevel=error "opencode-ai@$opencode_version" >&2
+fi
 codex_dir="$target/codex-$codex_version"
 codex="$codex_dir/node_modules/.bin/codex"
 if [ ! -x "$codex" ]; then
@@ -43,7 +55,7 @@ if [ ! -x "$codex" ]; then
   printf '{"private":true}\n' >"$codex_dir/package.json"
   npm install --prefix "$codex_dir" --no-audit --no-fund --no-package-lock --loglevel=error "@openai/codex@$codex_version" >&2
 fi
-echo "openai $("$venv/bin/python" -c 'import openai; print(openai.__version__)'), $("$venv/bin/llm" --version), $("$codex" --version)"
+echo "openai $("$venv/bin/python" -c 'import openai; print(openai.__version__)'), $("$venv/bin/llm" --version), $("$codex" --version), opencode $(HOME=$(mktemp -d) "$opencode" --version)"
 
 work=$(mktemp -d)
 pids=""
@@ -52,6 +64,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+mkdir -p "$work/project"
 
 "$replica" --port 0 --hold-open --heartbeat-ms 50 --ignore-allowed-tools --log "$work/runs.jsonl" >"$work/origin" 2>"$work/replica.err" &
 pids="$pids $!"
@@ -65,8 +78,10 @@ key=gateway-test-key
 start_gateway() {
   name=$1
   shift
-  CURSOR_ACCESS_TOKEN=loopback-token "$@" "$gateway" --listen 127.0.0.1:0 --state "$work/state" \
-    --api-key "$key" --agent-origin "$origin" --api-origin "$origin" >"$work/$name.out" 2>"$work/$name.err" &
+  # Native paths resolve in the gateway's working directory: the clients' project.
+  (cd "$work/project" && CURSOR_ACCESS_TOKEN=loopback-token exec "$@" "$gateway" --listen 127.0.0.1:0 \
+    --state "$work/state" --api-key "$key" --agent-origin "$origin" --api-origin "$origin") \
+    >"$work/$name.out" 2>"$work/$name.err" &
   gateway_pid=$!
   pids="$pids $gateway_pid"
   i=0
@@ -144,6 +159,60 @@ check "codex exec runs one tool round through /v1/responses" "$status"
 runs=$(($(wc -l <"$work/runs.jsonl") - runs_before))
 [ "$runs" -eq 1 ] && status=ok || status="$runs Runs for one Codex turn"
 check "Codex's tool round continued the same Run" "$status"
+# opencode: the provider from docs/OPENAI-GATEWAY.md, in the project the gateway works in, with
+# a private HOME and nothing fetched (no update, models list, LSP download or share).
+cat >"$work/project/opencode.json" <<JSON
+{
+  "\$schema": "https://opencode.ai/config.json",
+  "autoupdate": false,
+  "share": "disabled",
+  "provider": {
+    "cursor": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "Cursor (gateway)",
+      "options": { "baseURL": "$base", "apiKey": "{env:CURSOR_GATEWAY_API_KEY}" },
+      "models": { "composer-2.5": { "name": "Composer 2.5" } }
+    }
+  }
+}
+JSON
+# opencode_run PROMPT [flags...]: one `opencode run` (the prompt on stdin, so it arrives as is).
+opencode_run() {
+  prompt=$1
+  shift
+  printf '%s' "$prompt" | (cd "$work/project" && HOME="$work/opencode-home" CURSOR_GATEWAY_API_KEY="$key" \
+    OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 \
+    OPENCODE_DISABLE_SHARE=1 timeout 90 "$opencode" run --pure --title test --model cursor/composer-2.5 "$@" 2>&1)
+}
+runs_before=$(wc -l <"$work/runs.jsonl")
+status=0
+out=$(opencode_run 'tool: bash {"command": "echo opencode-round", "description": "Echo a word"}') || status=$?
+case "$status:$out" in
+  0:*"The tool bash answered: opencode-round"*) status=ok ;;
+  *) status="exited $status: $out" ;;
+esac
+check "opencode $opencode_version runs a tool round of its bash tool through the gateway" "$status"
+runs=$(($(wc -l <"$work/runs.jsonl") - runs_before))
+[ "$runs" -eq 1 ] && status=ok || status="$runs Runs for one opencode tool round"
+check "opencode's tool round continued the same Run" "$status"
+status=0
+out=$(opencode_run 'run: echo native-opencode') || status=$?
+case "$status:$out" in
+  0:*"The command printed: native-opencode"*) status=ok ;;
+  *) status="exited $status: $out" ;;
+esac
+check "Cursor's native shell request was run by opencode's own bash tool" "$status"
+status=0
+opencode_run 'remember the otter OCELOT-5' >/dev/null || status=$?
+runs_before=$(wc -l <"$work/runs.jsonl")
+out=$(opencode_run 'what did I ask you to remember?' -c) || status=$?
+last=$(sed -n "$((runs_before + 1))p" "$work/runs.jsonl")
+case "$status:$out:$last" in
+  0:*OCELOT-5*'"label":"agent-resume"'*'"historyReplayed":false'*) status=ok ;;
+  *) status="exited $status: $out; Run: $last" ;;
+esac
+check "opencode run -c continues the conversation as a resume, not a replay" "$status"
+
 # strace does not pass SIGTERM on: stop the gateway it traces, and strace ends with it.
 traced=$(ps -o pid= --ppid "$gateway_pid" | tr -d ' ')
 kill ${traced:-$gateway_pid} 2>/dev/null || true

@@ -1,6 +1,7 @@
 //! `cursor-openai-gateway [--listen ADDR] [--state DIR] [--api-key KEY] [--agent-origin URL]
 //! [--api-origin URL]`: serves the OpenAI API on Cursor's agent; prints
-//! `LISTENING http://` and the address once it accepts connections.
+//! `LISTENING http://` and the address once it accepts connections. Its working directory is
+//! the workspace native paths resolve in.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -127,6 +128,7 @@ async fn run() -> Result<(), GatewayError> {
         })?
         .origin;
 
+    // The workspace Cursor is told about is where the gateway runs: the client's project.
     let workspace = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let gateway = Gateway::new(GatewayConfig {
         client,
