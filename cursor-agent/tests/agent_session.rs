@@ -103,6 +103,16 @@ fn text(events: &[AgentEvent]) -> String {
         .collect()
 }
 
+fn tool_calls(events: &[AgentEvent]) -> Vec<ToolCall> {
+    ir(events)
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::ToolCall(call) => Some(call.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn last(events: &[AgentEvent]) -> &Event {
     ir(events).pop().expect("a final event")
 }
@@ -177,13 +187,7 @@ async fn a_tool_round_runs_on_one_stream_with_the_hosts_own_tool() {
             r#"tool: read_file {"path": "notes.txt"}"#,
         ));
     let first = leg(&session, &ask).await;
-    let calls: Vec<&ToolCall> = ir(&first)
-        .into_iter()
-        .filter_map(|event| match event {
-            Event::ToolCall(call) => Some(call),
-            _ => None,
-        })
-        .collect();
+    let calls = tool_calls(&first);
     assert_eq!(calls.len(), 1, "{first:?}");
     assert_eq!(calls[0].name, "read_file");
     assert_eq!(calls[0].arguments, json!({"path": "notes.txt"}));
@@ -198,7 +202,7 @@ async fn a_tool_round_runs_on_one_stream_with_the_hosts_own_tool() {
     // The host runs its tool and answers on the same stream.
     let answered = ask
         .clone()
-        .with_message(Message::assistant_tool_calls(vec![calls[0].clone()]))
+        .with_message(Message::assistant_tool_calls(calls.clone()))
         .with_message(Message::ToolResult(ToolResult::text(
             calls[0].id.clone(),
             "read_file",
@@ -231,13 +235,7 @@ async fn parallel_tool_calls_are_one_round_and_each_result_reaches_its_own_call(
             "tool: read_file {\"path\": \"a.txt\"}\ntool: read_file {\"path\": \"b.txt\"}",
         ));
     let first = leg(&session, &ask).await;
-    let calls: Vec<ToolCall> = ir(&first)
-        .into_iter()
-        .filter_map(|event| match event {
-            Event::ToolCall(call) => Some(call.clone()),
-            _ => None,
-        })
-        .collect();
+    let calls = tool_calls(&first);
     let paths: Vec<&serde_json::Value> = calls.iter().map(|c| &c.arguments["path"]).collect();
     assert_eq!(paths, [&json!("a.txt"), &json!("b.txt")], "{first:?}");
     assert_ne!(calls[0].id, calls[1].id);

@@ -138,6 +138,15 @@ async fn post_stream(h: &Harness, body: &Value) -> (u16, Vec<Value>, bool) {
     (status, events, done)
 }
 
+/// Every non-null `finish_reason` of a streamed chat completion, in order.
+fn finish_reasons(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .map(|e| &e["choices"][0]["finish_reason"])
+        .filter(|f| !f.is_null())
+        .collect()
+}
+
 fn shout_tool() -> Value {
     json!([{"type": "function", "function": {
         "name": "shout", "description": "Upper-cases text",
@@ -231,12 +240,7 @@ async fn streamed_tool_round_emits_whole_calls_then_continues_the_parked_run() {
         json!({"text": "quiet"}),
         "the arguments arrive whole in one delta"
     );
-    let finish: Vec<&Value> = events
-        .iter()
-        .map(|e| &e["choices"][0]["finish_reason"])
-        .filter(|f| !f.is_null())
-        .collect();
-    assert_eq!(finish, [&json!("tool_calls")]);
+    assert_eq!(finish_reasons(&events), [&json!("tool_calls")]);
     assert!(
         events.last().unwrap().get("usage").is_some(),
         "include_usage sends a usage chunk last"
@@ -280,12 +284,7 @@ async fn parallel_tool_calls_stream_whole_with_their_indexes_and_both_results_co
         .map(|c| serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap())
         .collect();
     assert_eq!(texts, [json!({"text": "one"}), json!({"text": "two"})]);
-    let finish: Vec<&Value> = events
-        .iter()
-        .map(|e| &e["choices"][0]["finish_reason"])
-        .filter(|f| !f.is_null())
-        .collect();
-    assert_eq!(finish, [&json!("tool_calls")]);
+    assert_eq!(finish_reasons(&events), [&json!("tool_calls")]);
 
     let ids: Vec<String> = calls
         .iter()
