@@ -168,12 +168,10 @@ impl UserApiKey {
         C: HttpClient + ?Sized,
         K: Clock + ?Sized,
     {
-        if let Some(current) = self.lock().as_ref()
-            && !current.is_expired(clock.unix_time_ms())
-        {
-            return Ok(current.access.clone());
+        match self.held(clock.unix_time_ms(), None) {
+            Some(access) => Ok(access),
+            None => self.exchange(client, clock, config).await,
         }
-        self.exchange(client, clock, config).await
     }
 
     /// A fresh exchange after a request made with `rejected` was refused with 401 (unless
@@ -197,13 +195,19 @@ impl UserApiKey {
         C: HttpClient + ?Sized,
         K: Clock + ?Sized,
     {
-        if let Some(current) = self.lock().as_ref()
-            && current.access != rejected
-            && !current.is_expired(clock.unix_time_ms())
-        {
-            return Ok(current.access.clone());
+        match self.held(clock.unix_time_ms(), Some(rejected)) {
+            Some(access) => Ok(access),
+            None => self.exchange(client, clock, config).await,
         }
-        self.exchange(client, clock, config).await
+    }
+
+    /// The held access token while it is unexpired and not the `rejected` one.
+    fn held(&self, now_ms: u64, rejected: Option<&str>) -> Option<String> {
+        self.lock()
+            .as_ref()
+            .filter(|current| Some(current.access.as_str()) != rejected)
+            .filter(|current| !current.is_expired(now_ms))
+            .map(|current| current.access.clone())
     }
 
     async fn exchange<C, K>(
