@@ -110,35 +110,8 @@ impl AgentRun {
             self.audit(id, ExecArm::Mcp, ExecOutcome::ToolNotFound { name });
             return Ok(());
         }
-        if self.pending.len() >= self.config.limits.max_pending_tool_calls {
-            return Err(AgentError::drift(
-                "more concurrent tool calls than the run allows",
-            ));
-        }
-        // The model did the right thing: the loop guard starts over.
-        self.misses = 0;
         let call = mcp::tool_call(args, &name, format!("exec-{id}"));
-        let span = self.audit(
-            id,
-            ExecArm::Mcp,
-            ExecOutcome::HostToolCall {
-                tool_call_id: call.id.clone(),
-            },
-        );
-        self.pending.push(PendingCall {
-            id,
-            exec_id,
-            tool_call_id: call.id.clone(),
-            yielded: false,
-            translation: None,
-            issued_at: now,
-            span,
-        });
-        self.emit(Event::ToolCall(call))?;
-        if self.phase == Phase::Streaming {
-            self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
-        }
-        Ok(())
+        self.hand_to_host(id, exec_id, ExecArm::Mcp, call, None, now)
     }
 
     /// Hands a translated native request to the host as an ordinary tool call; its result is
@@ -151,38 +124,56 @@ impl AgentRun {
         translation: Translation,
         now: Instant,
     ) -> Result<(), AgentError> {
-        if self.pending.len() >= self.config.limits.max_pending_tool_calls {
-            return Err(AgentError::drift(
-                "more concurrent tool calls than the run allows",
-            ));
-        }
-        // A real host tool call, like an MCP lift: the loop guard starts over.
-        self.misses = 0;
         let call = ToolCall::new(
             format!("exec-{id}"),
             translation.tool.clone(),
             translation.arguments.clone(),
         );
-        let span = self.audit(
-            id,
-            arm,
-            ExecOutcome::Translated {
-                tool_call_id: call.id.clone(),
-                tool: translation.tool.clone(),
-            },
-        );
+        self.hand_to_host(id, exec_id, arm, call, Some(Box::new(translation)), now)
+    }
+
+    /// Parks exec `id` as a host tool call (an MCP lift, or a translated native request with
+    /// the `translation` that encodes its result back) and hands `call` to the host; calls
+    /// arriving within the debounce end the leg together.
+    fn hand_to_host(
+        &mut self,
+        id: u32,
+        exec_id: String,
+        arm: ExecArm,
+        call: ToolCall,
+        translation: Option<Box<Translation>>,
+        now: Instant,
+    ) -> Result<(), AgentError> {
+        if self.pending.len() >= self.config.limits.max_pending_tool_calls {
+            return Err(AgentError::drift(
+                "more concurrent tool calls than the run allows",
+            ));
+        }
+        // The model called a real host tool: the loop guard starts over.
+        self.misses = 0;
+        let tool_call_id = call.id.clone();
+        let outcome = match &translation {
+            Some(translation) => {
+                if self.exec_heartbeat_at.is_none() {
+                    self.exec_heartbeat_at = Some(now + self.config.timers.exec_heartbeat_interval);
+                }
+                ExecOutcome::Translated {
+                    tool_call_id,
+                    tool: translation.tool.clone(),
+                }
+            }
+            None => ExecOutcome::HostToolCall { tool_call_id },
+        };
+        let span = self.audit(id, arm, outcome);
         self.pending.push(PendingCall {
             id,
             exec_id,
             tool_call_id: call.id.clone(),
             yielded: false,
-            translation: Some(Box::new(translation)),
+            translation,
             issued_at: now,
             span,
         });
-        if self.exec_heartbeat_at.is_none() {
-            self.exec_heartbeat_at = Some(now + self.config.timers.exec_heartbeat_interval);
-        }
         self.emit(Event::ToolCall(call))?;
         if self.phase == Phase::Streaming {
             self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
