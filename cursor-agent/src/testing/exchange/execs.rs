@@ -12,6 +12,20 @@ use super::{Exchange, Stop};
 use crate::testing::ExecRecord;
 use crate::testing::model::Call;
 
+/// Exec request `id` carrying `message`, encoded as a server frame.
+fn exec_frame(id: u32, message: Exec) -> Vec<u8> {
+    wire::AgentServerMessage {
+        message: Some(Server::ExecServerMessage(wire::ExecServerMessage {
+            id,
+            exec_id: format!("exec-{id}"),
+            message: Some(message),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
 /// One reply to an exec request.
 enum ExecReply {
     Typed(Reply),
@@ -37,16 +51,7 @@ impl Exchange<'_> {
     /// Sends exec request `message` and collects every reply up to its `stream_close`.
     async fn request(&mut self, message: Exec) -> Result<Vec<ExecReply>, Stop> {
         let id = self.next_id();
-        let frame = wire::AgentServerMessage {
-            message: Some(Server::ExecServerMessage(wire::ExecServerMessage {
-                id,
-                exec_id: format!("exec-{id}"),
-                message: Some(message),
-                ..Default::default()
-            })),
-            ..Default::default()
-        };
-        self.request_bytes(id, &frame.encode_to_vec()).await
+        self.request_bytes(id, &exec_frame(id, message)).await
     }
 
     /// Sends exec request `id` as raw frame bytes (arms this build's schema lacks, too).
@@ -172,23 +177,15 @@ impl Exchange<'_> {
                     .collect(),
                 _ => Default::default(),
             };
-            let frame = wire::AgentServerMessage {
-                message: Some(Server::ExecServerMessage(wire::ExecServerMessage {
-                    id,
-                    exec_id: format!("exec-{id}"),
-                    message: Some(Exec::McpArgs(wire::McpArgs {
-                        name: call.name.clone(),
-                        args,
-                        tool_call_id: format!("call-{id}"),
-                        provider_identifier: self.provider.clone(),
-                        tool_name: call.name.clone(),
-                        server_identifier: self.provider.clone(),
-                    })),
-                    ..Default::default()
-                })),
-                ..Default::default()
-            };
-            self.send_bytes(&frame.encode_to_vec()).await?;
+            let mcp = Exec::McpArgs(wire::McpArgs {
+                name: call.name.clone(),
+                args,
+                tool_call_id: format!("call-{id}"),
+                provider_identifier: self.provider.clone(),
+                tool_name: call.name.clone(),
+                server_identifier: self.provider.clone(),
+            });
+            self.send_bytes(&exec_frame(id, mcp)).await?;
             ids.push(id);
         }
         self.awaiting_exec = true;
