@@ -68,6 +68,11 @@ fn read_tool() -> Tool {
     )
 }
 
+/// The host's `read_file` result `text` for `call`.
+fn read_result(call: &ToolCall, text: &str) -> Message {
+    Message::ToolResult(ToolResult::text(call.id.clone(), "read_file", text, false))
+}
+
 /// Reads one leg to its end (the stream must end right after the final event).
 async fn leg(session: &AgentSession, conversation: &Conversation) -> Vec<AgentEvent> {
     let mut turn = session.turn(conversation, &model());
@@ -203,12 +208,7 @@ async fn a_tool_round_runs_on_one_stream_with_the_hosts_own_tool() {
     let answered = ask
         .clone()
         .with_message(Message::assistant_tool_calls(calls.clone()))
-        .with_message(Message::ToolResult(ToolResult::text(
-            calls[0].id.clone(),
-            "read_file",
-            "the notes say hello",
-            false,
-        )));
+        .with_message(read_result(&calls[0], "the notes say hello"));
     let second = leg(&session, &answered).await;
     assert!(text(&second).contains("the notes say hello"), "{second:?}");
     assert_eq!(
@@ -250,18 +250,8 @@ async fn parallel_tool_calls_are_one_round_and_each_result_reaches_its_own_call(
     let answered = ask
         .clone()
         .with_message(Message::assistant_tool_calls(calls.clone()))
-        .with_message(Message::ToolResult(ToolResult::text(
-            calls[1].id.clone(),
-            "read_file",
-            "bee",
-            false,
-        )))
-        .with_message(Message::ToolResult(ToolResult::text(
-            calls[0].id.clone(),
-            "read_file",
-            "ay",
-            false,
-        )));
+        .with_message(read_result(&calls[1], "bee"))
+        .with_message(read_result(&calls[0], "ay"));
     let second = leg(&session, &answered).await;
     assert_eq!(
         text(&second),
@@ -364,12 +354,7 @@ async fn a_resume_gone_stale_in_its_second_leg_rebuilds_once_with_that_legs_tool
     };
     let answered = ask
         .with_message(Message::assistant_tool_calls(vec![call.clone()]))
-        .with_message(Message::ToolResult(ToolResult::text(
-            call.id.clone(),
-            "read_file",
-            "PLAN-CONTENTS-42",
-            false,
-        )));
+        .with_message(read_result(call, "PLAN-CONTENTS-42"));
     let leg_two = leg(&session, &answered).await;
     let events = ir(&leg_two);
     assert_eq!(events.first(), Some(&&Event::Reset), "{leg_two:?}");

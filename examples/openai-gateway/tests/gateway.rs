@@ -147,6 +147,19 @@ fn finish_reasons(events: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
+/// The text of a streamed chat completion.
+fn streamed_text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
+        .collect()
+}
+
+/// The assistant's text in a chat completion.
+fn answer(body: &Value) -> &str {
+    body["choices"][0]["message"]["content"].as_str().unwrap()
+}
+
 fn shout_tool() -> Value {
     json!([{"type": "function", "function": {
         "name": "shout", "description": "Upper-cases text",
@@ -253,10 +266,7 @@ async fn streamed_tool_round_emits_whole_calls_then_continues_the_parked_run() {
     messages.push(json!({"role": "tool", "tool_call_id": id, "content": "QUIET"}));
     let (status, events, _) = post_stream(&h, &request(&messages)).await;
     assert_eq!(status, 200);
-    let text: String = events
-        .iter()
-        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
-        .collect();
+    let text = streamed_text(&events);
     assert!(text.contains("QUIET"), "{text}");
     // One Run for both legs: the tool result went onto the parked stream.
     assert_eq!(h.replica.runs().len(), 1, "{:?}", h.replica.runs());
@@ -298,10 +308,7 @@ async fn parallel_tool_calls_stream_whole_with_their_indexes_and_both_results_co
     messages.push(json!({"role": "tool", "tool_call_id": ids[0], "content": "ONE"}));
     let (status, events, _) = post_stream(&h, &request(&messages)).await;
     assert_eq!(status, 200);
-    let text: String = events
-        .iter()
-        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
-        .collect();
+    let text = streamed_text(&events);
     assert_eq!(
         text,
         "The tool shout answered: ONE The tool shout answered: TWO"
@@ -319,12 +326,7 @@ async fn a_new_user_turn_resumes_and_a_second_gateway_process_resumes_from_the_h
     messages.push(json!({"role": "user", "content": "what did I ask you to remember?"}));
     let (status, body) = post(&h, &json!({"model": "composer-2.5", "messages": messages})).await;
     assert_eq!(status, 200, "{body}");
-    assert!(
-        body["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("OKAPI-9")
-    );
+    assert!(answer(&body).contains("OKAPI-9"));
     let runs = h.replica.runs();
     assert_eq!(runs[1].label, "agent-resume", "{runs:?}");
     assert!(!runs[1].history_replayed);
@@ -406,12 +408,7 @@ async fn bad_requests_are_400s_and_leave_the_conversation_resumable() {
     messages.push(json!({"role": "user", "content": "what did I ask you to remember?"}));
     let (status, body) = post(&h, &json!({"model": "composer-2.5", "messages": messages})).await;
     assert_eq!(status, 200);
-    assert!(
-        body["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("WOMBAT-5")
-    );
+    assert!(answer(&body).contains("WOMBAT-5"));
     assert_eq!(h.replica.runs()[1].label, "agent-resume");
 }
 
@@ -585,12 +582,7 @@ async fn a_bad_request_while_a_run_waits_for_tool_results_leaves_that_run_waitin
     messages.push(json!({"role": "tool", "tool_call_id": call["id"], "content": "KEPT"}));
     let (status, body) = post(&h, &request(&messages)).await;
     assert_eq!(status, 200, "{body}");
-    assert!(
-        body["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("KEPT")
-    );
+    assert!(answer(&body).contains("KEPT"));
     assert_eq!(
         h.replica.runs().len(),
         1,
@@ -613,10 +605,7 @@ async fn a_stale_resume_rebuilds_once_and_the_stream_carries_only_the_rebuilt_an
     .await;
     assert_eq!(status, 200);
     assert!(done);
-    let text: String = events
-        .iter()
-        .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
-        .collect();
+    let text = streamed_text(&events);
     assert_eq!(text, "You asked me to remember: KIWI-3.", "{events:?}");
     let labels: Vec<String> = h.replica.runs().iter().map(|r| r.label.clone()).collect();
     assert_eq!(
@@ -656,12 +645,7 @@ async fn past_max_sessions_idle_conversations_are_dropped_and_resume_from_their_
     waiting.push(json!({"role": "tool", "tool_call_id": call["id"], "content": "HELD"}));
     let (status, body) = post(&h, &request(&waiting)).await;
     assert_eq!(status, 200, "{body}");
-    assert!(
-        body["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("HELD")
-    );
+    assert!(answer(&body).contains("HELD"));
     assert_eq!(
         h.replica.runs().len(),
         3,
@@ -671,12 +655,7 @@ async fn past_max_sessions_idle_conversations_are_dropped_and_resume_from_their_
     idle.push(json!({"role": "user", "content": "what did I ask you to remember?"}));
     let (status, body) = post(&h, &request(&idle)).await;
     assert_eq!(status, 200, "{body}");
-    assert!(
-        body["choices"][0]["message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("EMU-1")
-    );
+    assert!(answer(&body).contains("EMU-1"));
     let runs = h.replica.runs();
     assert_eq!(
         runs.last().unwrap().label,

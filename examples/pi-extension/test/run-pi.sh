@@ -161,6 +161,12 @@ last_exec_kinds() {
     });'
 }
 
+# expect_last_execs <log> <kinds>: the last Run's execs were exactly <kinds>, else a problem.
+expect_last_execs() {
+  last_exec_kinds "$1" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
+  [ "$(cat "$work/kinds.txt")" = "$2" ] || problem "execs: $(cat "$work/kinds.txt")"
+}
+
 # runs_logged <log>: how many Runs a replica finished.
 runs_logged() {
   wc -l <"$1" | tr -d ' '
@@ -220,8 +226,7 @@ for version in 0.99.1 1.0.3 1.6.0; do
   end
 
   begin "$version the native exec arrived as a native shell request"
-  last_exec_kinds "$work/native.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
-  [ "$(cat "$work/kinds.txt")" = "shell_stream:success" ] || problem "execs: $(cat "$work/kinds.txt")"
+  expect_last_execs "$work/native.jsonl" "shell_stream:success"
   end
 
   begin "$version run: under the allowed-tools header becomes an MCP call of pi's bash"
@@ -230,8 +235,7 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *"allowed-$version"*) ;;
     *) problem "printed: $out" ;;
   esac
-  last_exec_kinds "$work/runs.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
-  [ "$(cat "$work/kinds.txt")" = "mcp:success" ] || problem "execs: $(cat "$work/kinds.txt")"
+  expect_last_execs "$work/runs.jsonl" "mcp:success"
   end
 
   begin "$version a Grok tool round starts with the MCP state (exec arm 36)"
@@ -240,8 +244,7 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *"grok-$version"*) ;;
     *) problem "printed: $out" ;;
   esac
-  last_exec_kinds "$work/runs.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
-  [ "$(cat "$work/kinds.txt")" = "mcp_state:success mcp:success" ] || problem "execs: $(cat "$work/kinds.txt")"
+  expect_last_execs "$work/runs.jsonl" "mcp_state:success mcp:success"
   end
 
   begin "$version MCP tool call of pi's bash"
@@ -259,8 +262,7 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *"left-$version"*"right-$version"*) ;;
     *) problem "printed: $out" ;;
   esac
-  last_exec_kinds "$work/runs.jsonl" >"$work/kinds.txt" 2>&1 || problem "$(cat "$work/kinds.txt")"
-  [ "$(cat "$work/kinds.txt")" = "mcp:success mcp:success" ] || problem "execs: $(cat "$work/kinds.txt")"
+  expect_last_execs "$work/runs.jsonl" "mcp:success mcp:success"
   end
 
   begin "$version resume across processes (server holds the response open)"
