@@ -13,6 +13,7 @@ mod chat;
 mod cli;
 mod credentials;
 mod error;
+mod outlet;
 mod responses;
 mod server;
 

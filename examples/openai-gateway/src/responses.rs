@@ -8,16 +8,15 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use cursor_agent::AgentEvent;
 use cursor_agent::ir::{
-    AssistantContent, Conversation, ErrorInfo, ErrorKind, Event, Message, NextStep, Tool, ToolCall,
-    ToolResult, Usage, UserContent,
+    AssistantContent, Conversation, Event, Message, Tool, ToolCall, ToolResult, Usage, UserContent,
 };
 use cursor_agent::session::{AgentSession, ModelChoice};
-use futures::SinkExt as _;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
+use crate::outlet::{self, Outlet};
 use crate::server::{
-    Body, Gateway, Leg, Meta, collect, json_response, sse_response, turn_vanished,
+    Body, Gateway, Leg, Meta, collect, json_response, stale_after_answer, turn_vanished,
 };
 use crate::{ApiError, chat};
 
@@ -332,26 +331,20 @@ pub(crate) async fn handle(gateway: &Gateway, body: &[u8]) -> Result<Response<Bo
             &response_json(&meta, "completed", &output, leg.usage.as_ref()),
         ));
     }
-    let (head_tx, head_rx) = tokio::sync::oneshot::channel();
-    let (tx, rx) = futures::channel::mpsc::channel::<Bytes>(32);
-    let task = stream(
-        gateway.clone(),
-        session,
-        translated.conversation,
-        model,
-        meta,
-        head_tx,
-        tx,
-    );
-    drop(tokio::spawn(async move {
+    let gateway = gateway.clone();
+    outlet::respond(move |outlet| async move {
         let _guard = guard;
-        task.await;
-    }));
-    match head_rx.await {
-        Ok(Ok(())) => Ok(sse_response(rx)),
-        Ok(Err(error)) => Err(error),
-        Err(_) => Err(turn_vanished()),
-    }
+        stream(
+            gateway,
+            session,
+            translated.conversation,
+            model,
+            meta,
+            outlet,
+        )
+        .await;
+    })
+    .await
 }
 
 /// Ends the open text item, if any: its done events, and the item into `output`.
@@ -392,10 +385,8 @@ async fn stream(
     conversation: Conversation,
     model: ModelChoice,
     meta: Meta,
-    head: tokio::sync::oneshot::Sender<Result<(), ApiError>>,
-    mut tx: futures::channel::mpsc::Sender<Bytes>,
+    mut outlet: Outlet,
 ) {
-    let mut head = Some(head);
     let mut turn = session.turn(&conversation, &model);
     let mut output: Vec<Value> = Vec::new();
     let mut text: Option<(String, usize)> = None;
@@ -445,13 +436,7 @@ async fn stream(
                 usage = Some(u);
                 None
             }
-            AgentEvent::Ir(Event::Reset) => head.is_none().then(|| {
-                ApiError::from_info(&ErrorInfo::new(
-                    ErrorKind::Network,
-                    "the remote conversation went stale after the answer began",
-                    NextStep::Retry,
-                ))
-            }),
+            AgentEvent::Ir(Event::Reset) => outlet.started().then(stale_after_answer),
             AgentEvent::Ir(Event::Done { .. }) => {
                 close_text(&mut frames, &mut output, &mut text, &message_id, &mut next);
                 frames.push(next(
@@ -470,47 +455,25 @@ async fn stream(
             }
         };
         if let Some(error) = failure {
-            match head.take() {
-                Some(head) => {
-                    let _ = head.send(Err(error));
-                }
-                None => {
-                    let mut response = response_json(&meta, "failed", &output, usage.as_ref());
-                    response["error"] = json!({"code": error.code, "message": error.message});
-                    let _ = tx
-                        .send(next("response.failed", json!({"response": response})))
-                        .await;
-                }
-            }
-            return;
+            let failed = |error: &ApiError| {
+                let mut response = response_json(&meta, "failed", &output, usage.as_ref());
+                response["error"] = json!({"code": error.code, "message": error.message});
+                next("response.failed", json!({"response": response}))
+            };
+            return outlet.fail(error, failed).await;
         }
-        if frames.is_empty() {
-            continue;
-        }
-        if let Some(head) = head.take() {
-            if head.send(Ok(())).is_err() {
-                return;
-            }
+        let opening = || {
             let created = response_json(&meta, "in_progress", &[], None);
-            let opening = [
+            vec![
                 next("response.created", json!({"response": created})),
                 next("response.in_progress", json!({"response": created})),
-            ];
-            for frame in opening {
-                if tx.send(frame).await.is_err() {
-                    return;
-                }
-            }
-        }
-        for frame in frames {
-            if tx.send(frame).await.is_err() {
-                return;
-            }
+            ]
+        };
+        if !outlet.send(frames, opening).await {
+            return;
         }
     }
-    if let Some(head) = head.take() {
-        let _ = head.send(Err(turn_vanished()));
-    }
+    outlet.finish().await;
 }
 
 #[cfg(test)]

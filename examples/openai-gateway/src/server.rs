@@ -12,7 +12,7 @@ use cursor_agent::ir::{ErrorInfo, ErrorKind, Event, NextStep, StopReason, ToolCa
 use cursor_agent::session::{AgentSession, Client, ModelChoice, Origin, TokenSource};
 use cursor_agent::{AgentEvent, HandleStore, HostProfile};
 use cursor_catalog::{Catalog, ThinkingLevel};
-use futures::{SinkExt as _, StreamExt as _};
+use futures::StreamExt as _;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full, Limited, StreamBody};
@@ -22,6 +22,7 @@ use tokio::net::TcpListener;
 
 use crate::ApiError;
 use crate::chat::{self, ChatRequest};
+use crate::outlet::{self, Outlet};
 
 /// The largest request body accepted (images travel inline as data URLs).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
@@ -319,24 +320,19 @@ impl Gateway {
         let (session, guard) = self.turn_of(&translated.key).await;
         let meta = Meta::new("chatcmpl", &request.model);
         if request.stream.unwrap_or(false) {
-            let (head_tx, head_rx) = tokio::sync::oneshot::channel();
-            let (tx, rx) = futures::channel::mpsc::channel::<Bytes>(32);
-            drop(tokio::spawn(stream_chat(
-                self.clone(),
-                session,
-                guard,
-                translated.conversation,
-                model,
-                meta,
-                include_usage,
-                head_tx,
-                tx,
-            )));
-            match head_rx.await {
-                Ok(Ok(())) => Ok(sse_response(rx)),
-                Ok(Err(error)) => Err(error),
-                Err(_) => Err(turn_vanished()),
-            }
+            let gateway = self.clone();
+            outlet::respond(move |outlet| async move {
+                let _guard = guard;
+                let conversation = translated.conversation;
+                let stream = ChatStream {
+                    meta,
+                    include_usage,
+                };
+                stream
+                    .pump(gateway, session, conversation, model, outlet)
+                    .await;
+            })
+            .await
         } else {
             let leg = collect(self, &session, &translated.conversation, &model).await;
             drop(guard);
@@ -344,6 +340,16 @@ impl Gateway {
             Ok(json_response(StatusCode::OK, &completion_json(&meta, &leg)))
         }
     }
+}
+
+/// A turn that went stale (and rebuilt) after its answer had begun streaming: the client has
+/// seen part of an answer the rebuilt conversation does not continue.
+pub(crate) fn stale_after_answer() -> ApiError {
+    ApiError::from_info(&ErrorInfo::new(
+        ErrorKind::Network,
+        "the remote conversation went stale after the answer began",
+        NextStep::Retry,
+    ))
 }
 
 pub(crate) fn turn_vanished() -> ApiError {
@@ -493,131 +499,91 @@ fn completion_json(meta: &Meta, leg: &Leg) -> Value {
     body
 }
 
-/// Streams one leg as chat completion chunks. The HTTP head waits for the first output, so a
-/// failure before it is an ordinary error response with its status.
-#[allow(clippy::too_many_arguments)]
-async fn stream_chat(
-    gateway: Gateway,
-    session: AgentSession,
-    guard: tokio::sync::OwnedMutexGuard<()>,
-    conversation: cursor_agent::ir::Conversation,
-    model: ModelChoice,
+/// How one streamed chat completion is worded.
+struct ChatStream {
     meta: Meta,
     include_usage: bool,
-    head: tokio::sync::oneshot::Sender<Result<(), ApiError>>,
-    mut tx: futures::channel::mpsc::Sender<Bytes>,
-) {
-    let _guard = guard;
-    let mut head = Some(head);
-    let mut turn = session.turn(&conversation, &model);
-    let mut usage = None;
-    let mut calls = 0usize;
-    let chunk = |delta: Value, finish: Option<&str>| {
+}
+
+impl ChatStream {
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Bytes {
+        let meta = &self.meta;
         sse(&json!({
             "id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
             "model": meta.model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }))
-    };
-    while let Some(event) = turn.next().await {
-        let frames = match event {
-            AgentEvent::Ir(Event::TextDelta { text }) => {
-                vec![chunk(json!({"content": text}), None)]
-            }
-            AgentEvent::Ir(Event::ThinkingDelta { text }) => {
-                vec![chunk(json!({"reasoning_content": text}), None)]
-            }
-            // Whole: id, name and complete arguments in one delta (some clients reject
-            // partial tool-call deltas).
-            AgentEvent::Ir(Event::ToolCall(call)) => {
-                calls += 1;
-                vec![chunk(
-                    json!({"tool_calls": [chat::tool_call_json(calls - 1, &call)]}),
-                    None,
-                )]
-            }
-            AgentEvent::Ir(Event::Usage(u)) => {
-                usage = Some(u);
-                Vec::new()
-            }
-            AgentEvent::Ir(Event::Reset) => {
-                if head.is_none() {
-                    let error = ApiError::from_info(&ErrorInfo::new(
-                        ErrorKind::Network,
-                        "the remote conversation went stale after the answer began",
-                        NextStep::Retry,
-                    ));
-                    let _ = tx.send(sse(&error.body())).await;
-                    return;
-                }
-                Vec::new()
-            }
-            AgentEvent::Ir(Event::Done { reason }) => {
-                let mut frames = vec![chunk(json!({}), Some(finish_reason(Some(reason))))];
-                if include_usage {
-                    frames.push(sse(&json!({
-                        "id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
-                        "model": meta.model, "choices": [],
-                        "usage": usage.as_ref().map(chat::usage_json),
-                    })));
-                }
-                frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
-                frames
-            }
-            AgentEvent::Ir(Event::Error(info)) => {
-                let error = ApiError::from_info(&info);
-                fail(&mut head, &mut tx, error).await;
-                return;
-            }
-            AgentEvent::Ir(Event::Aborted) => {
-                fail(&mut head, &mut tx, turn_vanished()).await;
-                return;
-            }
-            other => {
-                gateway.log_side_event(&session, &other);
-                Vec::new()
-            }
-        };
-        if frames.is_empty() {
-            continue;
-        }
-        if let Some(head) = head.take() {
-            if head.send(Ok(())).is_err() {
-                return;
-            }
-            if tx
-                .send(chunk(json!({"role": "assistant", "content": ""}), None))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-        for frame in frames {
-            // The client went away: dropping the turn cancels the Run.
-            if tx.send(frame).await.is_err() {
-                return;
-            }
-        }
     }
-    if head.is_some() {
-        fail(&mut head, &mut tx, turn_vanished()).await;
-    }
-}
 
-async fn fail(
-    head: &mut Option<tokio::sync::oneshot::Sender<Result<(), ApiError>>>,
-    tx: &mut futures::channel::mpsc::Sender<Bytes>,
-    error: ApiError,
-) {
-    match head.take() {
-        Some(head) => {
-            let _ = head.send(Err(error));
+    /// Streams one leg as chat completion chunks.
+    async fn pump(
+        self,
+        gateway: Gateway,
+        session: AgentSession,
+        conversation: cursor_agent::ir::Conversation,
+        model: ModelChoice,
+        mut outlet: Outlet,
+    ) {
+        let mut turn = session.turn(&conversation, &model);
+        let mut usage = None;
+        let mut calls = 0usize;
+        let error_event = |error: &ApiError| sse(&error.body());
+        while let Some(event) = turn.next().await {
+            let frames = match event {
+                AgentEvent::Ir(Event::TextDelta { text }) => {
+                    vec![self.chunk(json!({"content": text}), None)]
+                }
+                AgentEvent::Ir(Event::ThinkingDelta { text }) => {
+                    vec![self.chunk(json!({"reasoning_content": text}), None)]
+                }
+                // Whole: id, name and complete arguments in one delta (some clients reject
+                // partial tool-call deltas).
+                AgentEvent::Ir(Event::ToolCall(call)) => {
+                    calls += 1;
+                    let call = chat::tool_call_json(calls - 1, &call);
+                    vec![self.chunk(json!({ "tool_calls": [call] }), None)]
+                }
+                AgentEvent::Ir(Event::Usage(u)) => {
+                    usage = Some(u);
+                    Vec::new()
+                }
+                AgentEvent::Ir(Event::Reset) => {
+                    if outlet.started() {
+                        return outlet.fail(stale_after_answer(), error_event).await;
+                    }
+                    Vec::new()
+                }
+                AgentEvent::Ir(Event::Done { reason }) => {
+                    let finish = finish_reason(Some(reason));
+                    let mut frames = vec![self.chunk(json!({}), Some(finish))];
+                    if self.include_usage {
+                        let meta = &self.meta;
+                        frames.push(sse(&json!({
+                            "id": meta.id, "object": "chat.completion.chunk",
+                            "created": meta.created, "model": meta.model, "choices": [],
+                            "usage": usage.as_ref().map(chat::usage_json),
+                        })));
+                    }
+                    frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
+                    frames
+                }
+                AgentEvent::Ir(Event::Error(info)) => {
+                    return outlet.fail(ApiError::from_info(&info), error_event).await;
+                }
+                AgentEvent::Ir(Event::Aborted) => {
+                    return outlet.fail(turn_vanished(), error_event).await;
+                }
+                other => {
+                    gateway.log_side_event(&session, &other);
+                    Vec::new()
+                }
+            };
+            let opening = || vec![self.chunk(json!({"role": "assistant", "content": ""}), None)];
+            if !outlet.send(frames, opening).await {
+                return;
+            }
         }
-        // Already streaming: the error object as the last event.
-        None => {
-            let _ = tx.send(sse(&error.body())).await;
-        }
+        outlet.finish().await;
     }
 }
 
