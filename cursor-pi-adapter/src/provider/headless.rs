@@ -95,45 +95,32 @@ impl HeadlessTokens {
         let Some(tokens) = headless else {
             return json!({"state": "unset", "env": [ACCESS_TOKEN_ENV, REFRESH_TOKEN_ENV, API_KEY_ENV]});
         };
-        if tokens.from_api_key {
-            let view = json!({
-                "state": if shadowed { "set, unused: the stored /login cursor credential wins" } else { "in use" },
-                "apiKey": format!("{API_KEY_ENV} present (redacted); exchanged for an access token kept in memory, exchanged again after a 401"),
-            });
-            return if shadowed {
-                verdict(
-                    view,
-                    "warn",
-                    format!(
-                        "{API_KEY_ENV} is set but unused: the stored /login cursor credential wins"
-                    ),
-                    Some(format!(
-                        "unset {API_KEY_ENV}, or remove the stored credential with /logout"
-                    )),
-                )
-            } else {
-                verdict(view, "ok", format!("{API_KEY_ENV} in use"), None)
-            };
-        }
-        let view = json!({
+        let mut view = json!({
             "state": if shadowed { "set, unused: the stored /login cursor credential wins" } else { "in use" },
-            "accessToken": format!("{ACCESS_TOKEN_ENV} present (redacted)"),
-            "refreshToken": if tokens.refresh.is_some() {
+        });
+        if tokens.from_api_key {
+            view["apiKey"] = json!(format!(
+                "{API_KEY_ENV} present (redacted); exchanged for an access token kept in memory, exchanged again after a 401"
+            ));
+        } else {
+            view["accessToken"] = json!(format!("{ACCESS_TOKEN_ENV} present (redacted)"));
+            view["refreshToken"] = json!(if tokens.refresh.is_some() {
                 format!("{REFRESH_TOKEN_ENV} present (redacted)")
             } else {
                 format!("{REFRESH_TOKEN_ENV} unset: a 401 ends the turn without a refresh")
-            },
-        });
+            });
+        }
+        let name = tokens.env_name();
         let (check, summary, next_step) = if shadowed {
             (
                 "warn",
-                format!(
-                    "{ACCESS_TOKEN_ENV} is set but unused: the stored /login cursor credential wins"
-                ),
+                format!("{name} is set but unused: the stored /login cursor credential wins"),
                 Some(format!(
-                    "unset {ACCESS_TOKEN_ENV}, or remove the stored credential with /logout"
+                    "unset {name}, or remove the stored credential with /logout"
                 )),
             )
+        } else if tokens.from_api_key {
+            ("ok", format!("{API_KEY_ENV} in use"), None)
         } else if tokens.refresh.is_some() {
             (
                 "ok",
