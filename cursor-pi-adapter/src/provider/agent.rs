@@ -12,18 +12,16 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cursor_agent::session::{
-    AgentSession, DebugSink, JsonLinesFile, ModelChoice, SessionConfig, TokenSource,
-};
+use cursor_agent::session::{AgentSession, DebugSink, JsonLinesFile, ModelChoice, SessionConfig};
 use cursor_agent::{AgentEvent, HandleStore, Timers};
 use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
-use cursor_proto::ir::{ErrorInfo, ErrorKind, Event, NextStep, Warning};
+use cursor_proto::ir::{ErrorInfo, Event, Warning};
 use cursor_transport::{CliIdentity, Client, Origin};
 use futures::stream::{self, BoxStream, StreamExt};
 
+use super::auth::PiTokens;
 use super::{
-    Channel, ChannelKind, CursorOAuth, PiEnv, Turn, TurnOptions, api_origin_from_env, auth_config,
-    pi_profile,
+    Channel, ChannelKind, CursorOAuth, PiEnv, Turn, api_origin_from_env, auth_config, pi_profile,
 };
 
 pub use cursor_agent::session::Spawner;
@@ -242,9 +240,9 @@ impl AgentChannel {
         .with_resend_mcp_on_resume(env.resend_mcp_on_resume)
         .with_timers(timers)
         .with_identity(identity);
-        let channel = match (&env.debug_file, env.debug) {
-            (Some(file), true) => channel.with_debug(debug_writer(file)),
-            _ => channel,
+        let channel = match debug_sink(env) {
+            Some(sink) => channel.with_debug(sink),
+            None => channel,
         };
         Ok(match &env.handle_dir {
             Some(dir) => channel.with_handle_store(HandleStore::new(dir)),
@@ -329,86 +327,12 @@ impl Channel for AgentChannel {
     }
 }
 
-/// pi's credentials for one call: the access token pi resolved (`getApiKey`) and, when the JS
-/// entry found one, the stored refresh token for one refresh. A user API key (`crsr_…`, from
-/// `CURSOR_API_KEY`) is exchanged for the access token instead, and exchanged again after a
-/// 401.
-struct PiTokens {
-    access: Option<String>,
-    refresh: Option<String>,
-    api_key: Option<Arc<cursor_auth::UserApiKey>>,
-    oauth: Option<CursorOAuth>,
-}
-
-impl fmt::Debug for PiTokens {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PiTokens")
-            .field("access", &self.access.as_ref().map(|_| "<redacted>"))
-            .field("refresh", &self.refresh.as_ref().map(|_| "<redacted>"))
-            .finish_non_exhaustive()
-    }
-}
-
-impl PiTokens {
-    /// The Cursor endpoints a user API key is exchanged at.
-    fn oauth(&self) -> Result<&CursorOAuth, ErrorInfo> {
-        self.oauth.as_ref().ok_or_else(|| {
-            ErrorInfo::new(
-                ErrorKind::Local,
-                "a user API key reached a channel built without the Cursor auth endpoints",
-                NextStep::host_bug("build the channel with with_token_refresh"),
-            )
-        })
-    }
-
-    fn of(options: &TurnOptions, oauth: Option<CursorOAuth>) -> Self {
-        let refresh = options
-            .refresh_token
-            .as_deref()
-            .map(str::trim)
-            .filter(|token| !token.is_empty())
-            .map(str::to_owned);
-        let access = options.access_token().ok();
-        let api_key = access
-            .filter(|credential| cursor_auth::is_user_api_key(credential))
-            .map(super::auth::user_api_key);
-        Self {
-            access: access.filter(|_| api_key.is_none()).map(str::to_owned),
-            refresh,
-            api_key,
-            oauth,
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl TokenSource for PiTokens {
-    async fn access_token(&self) -> Result<String, ErrorInfo> {
-        if let Some(key) = &self.api_key {
-            return self.oauth()?.api_key_access(key).await;
-        }
-        self.access.clone().ok_or_else(|| {
-            ErrorInfo::new(
-                ErrorKind::Auth,
-                "no Cursor credentials reached the provider",
-                NextStep::Login,
-            )
-        })
-    }
-
-    async fn refresh(&self, rejected: &str) -> Result<String, ErrorInfo> {
-        if let Some(key) = &self.api_key {
-            return self.oauth()?.api_key_after_401(key, rejected).await;
-        }
-        match (&self.oauth, &self.refresh) {
-            (Some(oauth), Some(refresh)) => oauth.refresh_access(rejected, refresh).await,
-            _ => Err(ErrorInfo::new(
-                ErrorKind::Auth,
-                "no refresh token is stored beside the access token",
-                NextStep::Login,
-            )),
-        }
-    }
+/// The debug sink `CURSOR_PROVIDER_DEBUG=1` asks for: the process's writer of the debug file.
+pub(super) fn debug_sink(env: &PiEnv) -> Option<Arc<dyn DebugSink>> {
+    env.debug_file
+        .as_deref()
+        .filter(|_| env.debug)
+        .map(debug_writer)
 }
 
 /// The process's one writer of the debug file at `path`: its lock orders the appends and the
@@ -437,8 +361,8 @@ fn workspace_uri() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::DEBUG_ENV;
     use crate::provider::test_env::lookup;
+    use crate::provider::{DEBUG_ENV, TurnOptions};
 
     #[test]
     fn channels_for_one_debug_file_write_through_one_writer() {

@@ -7,6 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cursor_auth::{AuthConfig, Clock, Credentials, HttpClient, UserApiKey};
 use cursor_proto::ir::{Classify as _, ErrorInfo, ErrorKind, NextStep};
 
+use cursor_agent::session::TokenSource;
+
+use super::TurnOptions;
 use super::headless::API_KEY_ENV;
 
 /// The provider's OAuth: what pi's `oauth.login`, `oauth.refreshToken` and `oauth.getApiKey`
@@ -208,6 +211,95 @@ pub(crate) fn user_api_key(key: &str) -> Arc<UserApiKey> {
     let new = Arc::new(UserApiKey::new(key));
     held.push(Arc::clone(&new));
     new
+}
+
+/// pi's credentials for one call: the access token pi resolved (`getApiKey`) and, when the JS
+/// entry found one, the stored refresh token for one refresh. A user API key (`crsr_…`, from
+/// `CURSOR_API_KEY`) is exchanged for the access token instead, and exchanged again after a
+/// 401.
+pub(super) struct PiTokens {
+    access: Option<String>,
+    refresh: Option<String>,
+    api_key: Option<Arc<UserApiKey>>,
+    oauth: Option<CursorOAuth>,
+}
+
+impl fmt::Debug for PiTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PiTokens")
+            .field("access", &self.access.as_ref().map(|_| "<redacted>"))
+            .field("refresh", &self.refresh.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl PiTokens {
+    /// Whether a refused access token can be replaced: a user API key is exchanged again, a
+    /// pi credential refreshed with its stored refresh token.
+    pub(super) fn can_refresh(&self) -> bool {
+        self.oauth.is_some() && (self.api_key.is_some() || self.refresh.is_some())
+    }
+
+    /// The Cursor endpoints a user API key is exchanged at.
+    fn oauth(&self) -> Result<&CursorOAuth, ErrorInfo> {
+        self.oauth.as_ref().ok_or_else(|| {
+            ErrorInfo::new(
+                ErrorKind::Local,
+                "a user API key reached a channel built without the Cursor auth endpoints",
+                NextStep::host_bug("build the channel with with_token_refresh"),
+            )
+        })
+    }
+
+    /// The credentials of `options`; `oauth` exchanges a user API key and refreshes.
+    pub(super) fn of(options: &TurnOptions, oauth: Option<CursorOAuth>) -> Self {
+        let refresh = options
+            .refresh_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|token| !token.is_empty())
+            .map(str::to_owned);
+        let access = options.access_token().ok();
+        let api_key = access
+            .filter(|credential| cursor_auth::is_user_api_key(credential))
+            .map(user_api_key);
+        Self {
+            access: access.filter(|_| api_key.is_none()).map(str::to_owned),
+            refresh,
+            api_key,
+            oauth,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl TokenSource for PiTokens {
+    async fn access_token(&self) -> Result<String, ErrorInfo> {
+        if let Some(key) = &self.api_key {
+            return self.oauth()?.api_key_access(key).await;
+        }
+        self.access.clone().ok_or_else(|| {
+            ErrorInfo::new(
+                ErrorKind::Auth,
+                "no Cursor credentials reached the provider",
+                NextStep::Login,
+            )
+        })
+    }
+
+    async fn refresh(&self, rejected: &str) -> Result<String, ErrorInfo> {
+        if let Some(key) = &self.api_key {
+            return self.oauth()?.api_key_after_401(key, rejected).await;
+        }
+        match (&self.oauth, &self.refresh) {
+            (Some(oauth), Some(refresh)) => oauth.refresh_access(rejected, refresh).await,
+            _ => Err(ErrorInfo::new(
+                ErrorKind::Auth,
+                "no refresh token is stored beside the access token",
+                NextStep::Login,
+            )),
+        }
+    }
 }
 
 /// What pi's `getApiKey(credentials)` returns: the access token of a stored entry.

@@ -22,7 +22,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cursor_agent::session::DebugSink;
+use cursor_agent::session::{DebugSink, TokenSource as _};
 use cursor_catalog::{Catalog, CatalogStore};
 use cursor_inference::InferenceConfig;
 use cursor_inference::driver;
@@ -31,7 +31,8 @@ use cursor_transport::headers::random_client_key;
 use cursor_transport::{AccessToken, Client, IdeIdentity, Origin, RequestHeaders, RequestId};
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::agent::debug_writer;
+use super::agent::debug_sink;
+use super::auth::PiTokens;
 use super::{
     Channel, ChannelKind, CursorOAuth, PiEnv, Spawner, Turn, api_origin_from_env, auth_config,
 };
@@ -125,9 +126,9 @@ impl InferenceChannel {
         let channel = Self::new(client, origin, identity, store.catalog().clone(), spawn)
             .with_token_refresh(oauth);
         let env = PiEnv::from_env();
-        Ok(match (&env.debug_file, env.debug) {
-            (Some(file), true) => channel.with_debug(debug_writer(file)),
-            _ => channel,
+        Ok(match debug_sink(&env) {
+            Some(sink) => channel.with_debug(sink),
+            None => channel,
         })
     }
 
@@ -135,43 +136,22 @@ impl InferenceChannel {
     /// a 401 before anything streamed, one refresh and one replay.
     async fn run(self, turn: Turn) -> BoxStream<'static, Event> {
         let fail = |info: ErrorInfo| stream::iter([Event::Error(info)]).boxed();
-        let credential = match turn.options.access_token() {
-            Ok(credential) => credential.to_owned(),
+        let tokens = PiTokens::of(&turn.options, self.oauth.clone());
+        let token = match tokens.access_token().await {
+            Ok(token) => token,
             Err(info) => return fail(info),
-        };
-        let api_key = cursor_auth::is_user_api_key(&credential)
-            .then(|| super::auth::user_api_key(&credential));
-        let token = match (&api_key, &self.oauth) {
-            (None, _) => credential,
-            (Some(key), Some(oauth)) => match oauth.api_key_access(key).await {
-                Ok(token) => token,
-                Err(info) => return fail(info),
-            },
-            (Some(_), None) => return fail(no_auth_endpoints()),
         };
         let mut events = match self.start(&turn, &token) {
             Ok(events) => events,
             Err(info) => return fail(info),
         };
         let first = events.next().await;
-        let Some(Event::Error(refused)) = &first else {
-            return stream::iter(first).chain(events).boxed();
-        };
-        if refused.http_status != Some(401) {
+        let refused = matches!(&first, Some(Event::Error(info)) if info.http_status == Some(401));
+        // Nothing to refresh with: the refusal stands.
+        if !refused || !tokens.can_refresh() {
             return stream::iter(first).chain(events).boxed();
         }
-        let refresh = turn
-            .options
-            .refresh_token
-            .as_deref()
-            .map(str::trim)
-            .filter(|token| !token.is_empty());
-        let fresh = match (&api_key, &self.oauth, refresh) {
-            (Some(key), Some(oauth), _) => oauth.api_key_after_401(key, &token).await,
-            (None, Some(oauth), Some(refresh)) => oauth.refresh_access(&token, refresh).await,
-            // Nothing to refresh with: the refusal stands.
-            _ => return stream::iter(first).chain(events).boxed(),
-        };
+        let fresh = tokens.refresh(&token).await;
         match fresh.and_then(|fresh| self.start(&turn, &fresh)) {
             Ok(replay) => replay.boxed(),
             Err(mut info) => {
@@ -238,14 +218,6 @@ impl Channel for InferenceChannel {
     fn open(&self, turn: Turn) -> BoxStream<'static, Event> {
         stream::once(self.clone().run(turn)).flatten().boxed()
     }
-}
-
-fn no_auth_endpoints() -> ErrorInfo {
-    ErrorInfo::new(
-        ErrorKind::Local,
-        "a user API key reached an inference channel built without the Cursor auth endpoints",
-        NextStep::host_bug("build the channel with with_token_refresh"),
-    )
 }
 
 /// The debug record of a finished turn: labels only.
