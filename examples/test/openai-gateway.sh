@@ -1,5 +1,5 @@
 #!/bin/sh
-# cursor-openai-gateway end to end with clients nobody here wrote, against the standalone
+# cursor-gateway end to end with clients nobody here wrote, against the standalone
 # replica (responses held open, heartbeats, native execs sent whatever the allowed-tools header
 # says): the `openai` Python package and `llm` 0.36 from PyPI (one venv under target/), and
 # Codex CLI (`@openai/codex` from npm) and opencode (`opencode-ai` from npm), both under target/.
@@ -20,14 +20,14 @@
 #   3. gateway process 2 over the same --state, a second client process: it continues the
 #      saved conversation, and the replica saw that Run as a resume without history replay.
 #
-# Needs the gateway binary and the replica example built (cargo build -p cursor-openai-gateway
+# Needs the gateway binary and the replica example built (cargo build -p cursor-gateway
 # -p cursor-examples --example replica), python3, npm and strace. About 50 s on a first run
 # (pip and npm installs), about 20 s once target/ holds the clients.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tools/installs.sh"
 target="${CARGO_TARGET_DIR:-$root/target}"
-gateway="$target/debug/cursor-openai-gateway"
+gateway="$target/debug/cursor-gateway"
 replica="$target/debug/examples/replica"
 [ -x "$gateway" ] && [ -x "$replica" ] || { echo "openai-gateway.sh: build the gateway and the replica first" >&2; exit 1; }
 command -v strace >/dev/null 2>&1 || { echo "openai-gateway.sh: strace is required (apt-get install -y strace)" >&2; exit 1; }
@@ -71,13 +71,14 @@ origin=$(sed -n 's/^REPLICA_ORIGIN=//p' "$work/origin")
 [ -n "$origin" ] || { echo "openai-gateway.sh: the replica did not start: $(cat "$work/replica.err")" >&2; exit 1; }
 
 key=gateway-test-key
+printf '# the e2e key\n%s\n' "$key" >"$work/client.key"
 # start_gateway NAME [wrapper...]: starts the gateway on a free port, sets $base.
 start_gateway() {
   name=$1
   shift
   # Native paths resolve in the gateway's working directory: the clients' project.
   (cd "$work/project" && CURSOR_ACCESS_TOKEN=loopback-token exec "$@" "$gateway" --listen 127.0.0.1:0 \
-    --state "$work/state" --api-key "$key" --agent-origin "$origin" --api-origin "$origin") \
+    --state "$work/state" --api-key-file "$work/client.key" --agent-origin "$origin" --api-origin "$origin") \
     >"$work/$name.out" 2>"$work/$name.err" &
   gateway_pid=$!
   pids="$pids $gateway_pid"
@@ -139,7 +140,7 @@ check_for_update_on_startup = false
 enabled = false
 
 [model_providers.cursor]
-name = "Cursor through cursor-openai-gateway"
+name = "Cursor through cursor-gateway"
 base_url = "$base"
 env_key = "CURSOR_GATEWAY_API_KEY"
 wire_api = "responses"
@@ -236,6 +237,21 @@ case "$last" in
   *) status="the second process's Run was not a resume without replay: $last" ;;
 esac
 check "the replica saw the second process's Run as a resume, not a rebuild" "$status"
+
+# SIGTERM: the gateway stops accepting, lets running requests finish, and exits 0.
+kill -TERM "$gateway_pid"
+status=0
+wait "$gateway_pid" || status=$?
+grep -q 'stopped' "$work/second.err" && [ "$status" -eq 0 ] && status=ok ||
+  status="exit $status: $(tail -3 "$work/second.err")"
+check "SIGTERM stops the gateway cleanly (exit 0)" "$status"
+version=$("$gateway" --version)
+old=$("$target/debug/cursor-openai-gateway" --version 2>"$work/old-name.err")
+case "$version:$old:$(cat "$work/old-name.err")" in
+  "cursor-gateway 0."*"cursor-gateway 0."*deprecated*) status=ok ;;
+  *) status="$version / $old / $(cat "$work/old-name.err")" ;;
+esac
+check "--version names the version and revision; the old name still runs, with a warning" "$status"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 use cursor_agent::ir::{
-    AssistantContent, Conversation, Image, Message, Tool, ToolCall, ToolResult, Usage, UserContent,
+    AssistantContent, Conversation, Image, Message, Tool, ToolCall, ToolResult, UserContent,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -29,6 +29,9 @@ pub(crate) struct ChatRequest {
     pub(crate) reasoning_effort: Option<String>,
     #[serde(default)]
     pub(crate) n: Option<u32>,
+    /// The caller's end-user id: a session hint that keeps conversations apart.
+    #[serde(default)]
+    pub(crate) user: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,8 +116,6 @@ pub(crate) struct FunctionSpec {
 #[derive(Debug)]
 pub(crate) struct Translated {
     pub(crate) conversation: Conversation,
-    /// System text and first user message: the conversation's stable prefix.
-    pub(crate) key: String,
 }
 
 /// Parses the body; malformed JSON and unknown shapes are 400s that say what is wrong.
@@ -269,19 +270,16 @@ pub(crate) fn translate(request: &ChatRequest) -> Result<Translated, ApiError> {
             .with_param("messages"));
         }
     }
-    let system_prompt = system.join("\n\n");
-    let first_user = messages
-        .iter()
-        .find(|m| matches!(m, Message::User { .. }))
-        .ok_or_else(|| {
+    if !messages.iter().any(|m| matches!(m, Message::User { .. })) {
+        return Err(
             ApiError::bad_request("invalid_messages", "the request has no user message")
-                .with_param("messages")
-        })?;
-    let key = crate::conversation_key(&system_prompt, first_user);
-    let mut conversation = Conversation::new(system_prompt);
+                .with_param("messages"),
+        );
+    }
+    let mut conversation = Conversation::new(system.join("\n\n"));
     conversation.messages = messages;
     conversation.tools = tools(request)?;
-    Ok(Translated { conversation, key })
+    Ok(Translated { conversation })
 }
 
 /// The function tools the request offers, narrowed by `tool_choice`.
@@ -338,35 +336,10 @@ pub(crate) fn narrow(tools: Vec<Tool>, choice: Option<&Value>) -> Result<Vec<Too
     }
 }
 
-/// OpenAI's usage object from Cursor's token counts (`estimated` when Cursor estimated them).
-pub(crate) fn usage_json(usage: &Usage) -> Value {
-    let prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
-    let mut value = json!({
-        "prompt_tokens": prompt,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": prompt + usage.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
-    });
-    if usage.input_estimated {
-        value["estimated"] = json!(true);
-    }
-    value
-}
-
-/// One tool call, whole, as OpenAI writes it.
-pub(crate) fn tool_call_json(index: usize, call: &ToolCall) -> Value {
-    json!({
-        "index": index,
-        "id": call.id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments.to_string()},
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::ToolCallOut;
 
     fn translate_json(value: Value) -> Result<Translated, ApiError> {
         translate(&parse(value.to_string().as_bytes())?)
@@ -433,14 +406,15 @@ mod tests {
                 Message::ToolResult(ToolResult::text("a", "add", "A", false)),
             ]
         );
-        let streamed: Vec<Value> = [
+        let calls = [
             ToolCall::new("a", "add", json!({"x": 1})),
             ToolCall::new("b", "add", json!({})),
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, c)| tool_call_json(i, c))
-        .collect();
+        ];
+        let streamed: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| serde_json::to_value(ToolCallOut::new(Some(i), c)).unwrap())
+            .collect();
         assert_eq!(streamed[1]["index"], 1);
         assert_eq!(streamed[0]["function"]["arguments"], "{\"x\":1}");
     }
@@ -519,23 +493,5 @@ mod tests {
         let image = image_of("data:image/png;base64,iVBORw0KGgo=").unwrap();
         assert_eq!(image.mime_type, "image/png");
         assert_eq!(image.data[..4], [0x89, b'P', b'N', b'G']);
-    }
-
-    #[test]
-    fn the_key_depends_on_system_and_first_user_message_only() {
-        let base = json!({"model": "m", "messages": [
-            {"role": "system", "content": "s"}, {"role": "user", "content": "first"}
-        ]});
-        let mut longer = base.clone();
-        longer["messages"].as_array_mut().unwrap().extend([
-            json!({"role": "assistant", "content": "a"}),
-            json!({"role": "user", "content": "second"}),
-        ]);
-        longer["tools"] = json!([{"type": "function", "function": {"name": "t"}}]);
-        let mut other = base.clone();
-        other["messages"][0]["content"] = json!("other system");
-        let key = |v: Value| translate_json(v).unwrap().key;
-        assert_eq!(key(base.clone()), key(longer));
-        assert_ne!(key(base), key(other));
     }
 }

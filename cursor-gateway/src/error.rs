@@ -56,6 +56,8 @@ pub struct ApiError {
     pub message: String,
     /// The offending parameter, if one.
     pub param: Option<String>,
+    /// Seconds for a `Retry-After` header, if the client should come back.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -70,6 +72,7 @@ impl ApiError {
                 message.into()
             ),
             param: None,
+            retry_after: None,
         }
     }
 
@@ -87,6 +90,50 @@ impl ApiError {
         self
     }
 
+    /// A 503 with `Retry-After`: the gateway is at its bound of `what` (connections, turns).
+    pub fn overloaded(what: &str) -> Self {
+        Self {
+            status: 503,
+            kind: "server_error",
+            code: "overloaded".into(),
+            message: format!(
+                "[remote_refusal] the gateway is at its limit of concurrent {what} (next step: retry \
+                 after the Retry-After delay)"
+            ),
+            param: None,
+            retry_after: Some(1),
+        }
+    }
+
+    /// A 413: the body is larger than `limit` bytes (said before it is read).
+    pub fn too_large(limit: usize) -> Self {
+        Self {
+            status: 413,
+            kind: "invalid_request_error",
+            code: "request_too_large".into(),
+            message: format!(
+                "[local] the request body exceeds the gateway's limit of {limit} bytes (next step: \
+                 send less, for example smaller images, or raise --max-body-bytes)"
+            ),
+            param: None,
+            retry_after: None,
+        }
+    }
+
+    /// A 408: the body did not arrive within the body timeout.
+    pub fn body_timeout() -> Self {
+        Self {
+            status: 408,
+            kind: "invalid_request_error",
+            code: "request_timeout".into(),
+            message: "[network] the request body did not arrive in time (next step: retry; check \
+                      the network, or raise --body-timeout)"
+                .into(),
+            param: None,
+            retry_after: None,
+        }
+    }
+
     /// A 404 for an unknown path.
     pub fn not_found(path: &str) -> Self {
         Self {
@@ -97,6 +144,21 @@ impl ApiError {
                 "[local] no route {path} (next step: use /v1/models, /v1/chat/completions or /v1/responses)"
             ),
             param: None,
+            retry_after: None,
+        }
+    }
+
+    /// A 405 for a known path with another method.
+    pub fn method_not_allowed(path: &str) -> Self {
+        Self {
+            status: 405,
+            kind: "invalid_request_error",
+            code: "method_not_allowed".into(),
+            message: format!(
+                "[local] {path} does not take this method (next step: see docs/GATEWAY.md)"
+            ),
+            param: None,
+            retry_after: None,
         }
     }
 
@@ -111,6 +173,7 @@ impl ApiError {
                       was started with as `Authorization: Bearer KEY`)"
                     .into(),
             param: None,
+            retry_after: None,
         }
     }
 
@@ -143,7 +206,16 @@ impl ApiError {
                 info.kind, info.message, info.next_step
             ),
             param: None,
+            retry_after: None,
         }
+    }
+
+    /// The classification this error carries (`auth`, `local`, …), for metrics.
+    pub fn class(&self) -> &str {
+        self.message
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once(']'))
+            .map_or("local", |(class, _)| class)
     }
 
     /// The JSON body: `{"error": {message, type, param, code}}`.
@@ -154,6 +226,20 @@ impl ApiError {
             "param": self.param,
             "code": self.code,
         }})
+    }
+}
+
+impl axum::response::IntoResponse for ApiError {
+    fn into_response(self) -> axum::response::Response {
+        let status =
+            http::StatusCode::from_u16(self.status).unwrap_or(http::StatusCode::BAD_GATEWAY);
+        let mut response = (status, axum::Json(self.body())).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        response
     }
 }
 

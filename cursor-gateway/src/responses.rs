@@ -5,26 +5,29 @@
 
 use std::collections::HashMap;
 
+use axum::Json;
+use axum::response::{IntoResponse as _, Response};
 use bytes::Bytes;
 use cursor_agent::AgentEvent;
 use cursor_agent::ir::{
     AssistantContent, Conversation, Event, Message, Tool, ToolCall, ToolResult, Usage, UserContent,
 };
-use cursor_agent::session::{AgentSession, ModelChoice};
-use http::{Response, StatusCode};
+use cursor_agent::session::ModelChoice;
 use serde_json::{Value, json};
 
+use crate::gateway::{Gateway, Leg, Meta, TurnGuard, collect, stale_after_answer, turn_vanished};
+use crate::history::Scope;
 use crate::outlet::{self, Outlet};
-use crate::server::{
-    Body, Gateway, Leg, Meta, collect, json_response, stale_after_answer, turn_vanished,
-};
 use crate::{ApiError, chat};
 
 /// What a Responses request asked, translated.
 #[derive(Debug)]
 pub(crate) struct Translated {
     conversation: Conversation,
-    key: String,
+    /// `prompt_cache_key` (Codex names its session there), else `user`.
+    hint: Option<String>,
+    /// Hosted tools offered and left out.
+    ignored_tools: Vec<String>,
     model: String,
     effort: Option<String>,
     stream: bool,
@@ -113,6 +116,7 @@ pub(crate) fn translate(body: &[u8]) -> Result<Translated, ApiError> {
     let request: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}")))?;
     let model = str_field(&request, "model", "the request")?.to_owned();
+    refuse_unsupported(&request)?;
     let mut system: Vec<String> = Vec::new();
     if let Some(instructions) = request.get("instructions").and_then(Value::as_str) {
         system.push(instructions.to_owned());
@@ -209,23 +213,21 @@ pub(crate) fn translate(body: &[u8]) -> Result<Translated, ApiError> {
             "the last input item must be a user message or a function_call_output",
         ));
     }
-    let system_prompt = system.join("\n\n");
-    let first_user = messages
-        .iter()
-        .find(|m| matches!(m, Message::User { .. }))
-        .ok_or_else(|| bad("the input has no user message"))?;
-    // Codex names its session in `prompt_cache_key`: two sessions that start alike stay apart.
-    let mut key_prefix = system_prompt.clone();
-    if let Some(cache_key) = request.get("prompt_cache_key").and_then(Value::as_str) {
-        key_prefix = format!("{cache_key}\u{0}{key_prefix}");
+    if !messages.iter().any(|m| matches!(m, Message::User { .. })) {
+        return Err(bad("the input has no user message"));
     }
-    let key = crate::conversation_key(&key_prefix, first_user);
-    let mut conversation = Conversation::new(system_prompt);
+    let mut conversation = Conversation::new(system.join("\n\n"));
     conversation.messages = messages;
     conversation.tools = tools(&request)?;
+    // Codex names its session in `prompt_cache_key`: two sessions that start alike stay apart.
+    let hint = ["prompt_cache_key", "user"]
+        .iter()
+        .find_map(|name| request.get(*name).and_then(Value::as_str))
+        .map(str::to_owned);
     Ok(Translated {
+        ignored_tools: hosted_tools(&request),
         conversation,
-        key,
+        hint,
         model,
         effort: request
             .pointer("/reasoning/effort")
@@ -238,8 +240,73 @@ pub(crate) fn translate(body: &[u8]) -> Result<Translated, ApiError> {
     })
 }
 
-/// Function tools (Responses shape: name at the top level). Tools of other types (web search,
-/// local shell, freeform) are left out: Cursor can only call functions the client runs.
+/// Fields that would change what the answer is if honoured, which this gateway cannot
+/// honour: a 400 naming them rather than an answer that silently ignores them.
+fn refuse_unsupported(request: &Value) -> Result<(), ApiError> {
+    let unsupported = |param: &str, why: &str| {
+        Err(
+            ApiError::bad_request("unsupported_parameter", format!("{param}: {why}"))
+                .with_param(param),
+        )
+    };
+    if request
+        .get("previous_response_id")
+        .is_some_and(|v| !v.is_null())
+    {
+        return unsupported(
+            "previous_response_id",
+            "this gateway does not store responses; send the whole conversation in `input`",
+        );
+    }
+    if request.get("background").and_then(Value::as_bool) == Some(true) {
+        return unsupported("background", "background responses are not supported");
+    }
+    let forced = request
+        .pointer("/tool_choice/type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if is_hosted(forced) {
+        return unsupported(
+            "tool_choice",
+            &format!(
+                "{forced} is a tool OpenAI's servers run; Cursor can only call the client's function tools"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The hosted tools a request offers. Offering one is not a demand (Codex offers `web_search`
+/// in every request): they are left out, named in the `x-gateway-ignored-tools` header and the
+/// log; forcing one with `tool_choice` is a 400.
+fn hosted_tools(request: &Value) -> Vec<String> {
+    request
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool.get("type").and_then(Value::as_str))
+        .filter(|kind| is_hosted(kind))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn is_hosted(kind: &str) -> bool {
+    HOSTED_TOOLS.iter().any(|hosted| kind.starts_with(hosted))
+}
+
+/// Tool types a provider runs on its own servers.
+const HOSTED_TOOLS: [&str; 6] = [
+    "web_search",
+    "file_search",
+    "code_interpreter",
+    "computer_use",
+    "image_generation",
+    "mcp",
+];
+
+/// Function tools (Responses shape: name at the top level). Client-run tools of other shapes
+/// (local shell, freeform) are left out: Cursor can only call functions with a JSON schema.
 fn tools(request: &Value) -> Result<Vec<Tool>, ApiError> {
     let mut tools = Vec::new();
     for (index, tool) in request
@@ -311,40 +378,55 @@ fn response_json(meta: &Meta, status: &str, output: &[Value], usage: Option<&Usa
     })
 }
 
-/// Answers one Responses request.
-pub(crate) async fn handle(gateway: &Gateway, body: &[u8]) -> Result<Response<Body>, ApiError> {
+/// Answers one Responses request from `namespace` (its client key's).
+pub(crate) async fn handle(
+    gateway: &Gateway,
+    namespace: &str,
+    header_hint: Option<String>,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     let translated = translate(body)?;
+    let ignored = translated.ignored_tools.join(",");
+    if !ignored.is_empty() {
+        tracing::info!(tools = %ignored, "hosted tools offered and left out");
+    }
+    let mut response = answer(gateway, namespace, header_hint, translated).await?;
+    if let Ok(value) = http::HeaderValue::from_str(&ignored)
+        && !ignored.is_empty()
+    {
+        response
+            .headers_mut()
+            .insert("x-gateway-ignored-tools", value);
+    }
+    Ok(response)
+}
+
+async fn answer(
+    gateway: &Gateway,
+    namespace: &str,
+    header_hint: Option<String>,
+    translated: Translated,
+) -> Result<Response, ApiError> {
     let model = gateway.model_choice(&translated.model, translated.effort.as_deref())?;
-    let (session, guard) = gateway.turn_of(&translated.key).await;
+    let scope = Scope::new(namespace, translated.hint.clone().or(header_hint));
+    let guard = gateway.begin(&scope, &translated.conversation)?;
     let meta = Meta::new("resp", &translated.model);
     if !translated.stream {
-        let leg = collect(gateway, &session, &translated.conversation, &model).await;
-        drop(guard);
-        let leg: Leg = leg?;
+        let leg = collect(guard, &translated.conversation, &model).await?;
         let mut output = Vec::new();
         if !leg.text.is_empty() {
             output.push(message_item(&format!("msg_{}", meta.id), &leg.text));
         }
         output.extend(leg.calls.iter().map(call_item));
-        return Ok(json_response(
-            StatusCode::OK,
-            &response_json(&meta, "completed", &output, leg.usage.as_ref()),
-        ));
+        return Ok(Json(response_json(
+            &meta,
+            "completed",
+            &output,
+            leg.usage.as_ref(),
+        ))
+        .into_response());
     }
-    let gateway = gateway.clone();
-    outlet::respond(move |outlet| async move {
-        let _guard = guard;
-        stream(
-            gateway,
-            session,
-            translated.conversation,
-            model,
-            meta,
-            outlet,
-        )
-        .await;
-    })
-    .await
+    outlet::respond(move |outlet| stream(guard, translated.conversation, model, meta, outlet)).await
 }
 
 /// Ends the open text item, if any: its done events, and the item into `output`.
@@ -378,19 +460,18 @@ fn event(kind: &str, mut data: Value) -> Bytes {
 }
 
 /// Streams one leg as Responses events; the HTTP head waits for the first output so a
-/// failure before it keeps its status.
+/// failure before it keeps its status, and the Run stops once the client is gone.
 async fn stream(
-    gateway: Gateway,
-    session: AgentSession,
+    guard: TurnGuard,
     conversation: Conversation,
     model: ModelChoice,
     meta: Meta,
     mut outlet: Outlet,
 ) {
-    let mut turn = session.turn(&conversation, &model);
+    let mut turn = guard.session().turn(&conversation, &model);
+    let mut leg = Leg::default();
     let mut output: Vec<Value> = Vec::new();
     let mut text: Option<(String, usize)> = None;
-    let mut usage = None;
     let message_id = format!("msg_{}", meta.id);
     let mut sequence = 0u64;
     let mut next = |kind: &str, mut data: Value| {
@@ -398,10 +479,38 @@ async fn stream(
         sequence += 1;
         event(kind, data)
     };
-    while let Some(agent_event) = turn.next().await {
+    loop {
+        let agent_event = tokio::select! {
+            event = turn.next() => event,
+            () = outlet.closed() => return,
+        };
+        let Some(agent_event) = agent_event else {
+            break;
+        };
+        let ir = match agent_event {
+            AgentEvent::Ir(ir) => ir,
+            other => {
+                guard.side_event(&other);
+                continue;
+            }
+        };
+        let failure = if matches!(ir, Event::Reset) && outlet.started() {
+            Some(stale_after_answer())
+        } else {
+            leg.absorb(&ir)
+        };
+        if let Some(error) = failure {
+            guard.failed(&error);
+            let failed = |error: &ApiError| {
+                let mut response = response_json(&meta, "failed", &output, leg.usage.as_ref());
+                response["error"] = json!({"code": error.code, "message": error.message});
+                next("response.failed", json!({"response": response}))
+            };
+            return outlet.fail(error, failed).await;
+        }
         let mut frames = Vec::new();
-        let failure = match agent_event {
-            AgentEvent::Ir(Event::TextDelta { text: delta }) => {
+        match &ir {
+            Event::TextDelta { text: delta } => {
                 if text.is_none() {
                     let index = output.len();
                     frames.push(next("response.output_item.added", json!({"output_index": index, "item": {
@@ -411,15 +520,14 @@ async fn stream(
                     text = Some((String::new(), index));
                 }
                 if let Some((body, index)) = text.as_mut() {
-                    body.push_str(&delta);
+                    body.push_str(delta);
                     frames.push(next("response.output_text.delta", json!({"item_id": message_id, "output_index": *index, "content_index": 0, "delta": delta})));
                 }
-                None
             }
-            AgentEvent::Ir(Event::ToolCall(call)) => {
+            Event::ToolCall(call) => {
                 close_text(&mut frames, &mut output, &mut text, &message_id, &mut next);
                 let index = output.len();
-                let item = call_item(&call);
+                let item = call_item(call);
                 frames.push(next(
                     "response.output_item.added",
                     json!({"output_index": index, "item": item}),
@@ -430,37 +538,17 @@ async fn stream(
                     json!({"output_index": index, "item": item}),
                 ));
                 output.push(item);
-                None
             }
-            AgentEvent::Ir(Event::Usage(u)) => {
-                usage = Some(u);
-                None
-            }
-            AgentEvent::Ir(Event::Reset) => outlet.started().then(stale_after_answer),
-            AgentEvent::Ir(Event::Done { .. }) => {
+            Event::Done { .. } => {
                 close_text(&mut frames, &mut output, &mut text, &message_id, &mut next);
                 frames.push(next(
                     "response.completed",
                     json!({
-                        "response": response_json(&meta, "completed", &output, usage.as_ref())
+                        "response": response_json(&meta, "completed", &output, leg.usage.as_ref())
                     }),
                 ));
-                None
             }
-            AgentEvent::Ir(Event::Error(info)) => Some(ApiError::from_info(&info)),
-            AgentEvent::Ir(Event::Aborted) => Some(turn_vanished()),
-            other => {
-                gateway.log_side_event(&session, &other);
-                None
-            }
-        };
-        if let Some(error) = failure {
-            let failed = |error: &ApiError| {
-                let mut response = response_json(&meta, "failed", &output, usage.as_ref());
-                response["error"] = json!({"code": error.code, "message": error.message});
-                next("response.failed", json!({"response": response}))
-            };
-            return outlet.fail(error, failed).await;
+            _ => {}
         }
         let opening = || {
             let created = response_json(&meta, "in_progress", &[], None);
@@ -469,11 +557,20 @@ async fn stream(
                 next("response.in_progress", json!({"response": created})),
             ]
         };
+        if leg.stop.is_some() {
+            // Recorded before the client reads the end, so its next request finds it.
+            drop(turn);
+            guard.finish(&leg);
+            let _ = outlet.send(frames, opening).await;
+            return;
+        }
         if !outlet.send(frames, opening).await {
             return;
         }
     }
-    outlet.finish().await;
+    let error = turn_vanished();
+    guard.failed(&error);
+    outlet.fail(error, |_| Bytes::new()).await;
 }
 
 #[cfg(test)]
@@ -495,7 +592,7 @@ mod tests {
             ],
             "tools": [
                 {"type": "function", "name": "shell", "parameters": {"type": "object"}},
-                {"type": "web_search"}
+                {"type": "local_shell"}
             ],
             "stream": true
         });
@@ -516,13 +613,7 @@ mod tests {
             Message::ToolResult(ToolResult::text("c1", "shell", "a.txt", false))
         );
         assert!(translated.stream);
-        let mut other_session = body;
-        other_session["prompt_cache_key"] = json!("session-2");
-        let other = translate(other_session.to_string().as_bytes()).unwrap();
-        assert_ne!(
-            translated.key, other.key,
-            "prompt_cache_key keeps sessions apart"
-        );
+        assert_eq!(translated.hint.as_deref(), Some("session-1"));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! 3. 100 concurrent conversations on one process: all complete, and the heap each idle
 //!    conversation keeps (live bytes by a counting allocator, and RSS).
 //!
-//! `cargo run --release -p cursor-openai-gateway --features testing --example measure [N]`
+//! `cargo run --release -p cursor-gateway --features testing --example measure [N]`
 //! (N latency samples, default 200).
 
 use std::alloc::System;
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use cursor_agent::prelude::*;
 use cursor_agent::testing::Replica;
 use cursor_catalog::CatalogStore;
-use cursor_openai_gateway::{Gateway, GatewayConfig};
+use cursor_gateway::{Gateway, GatewayConfig};
 use serde_json::{Value, json};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -100,16 +100,14 @@ async fn main() -> Result<(), BoxError> {
         .unwrap_or(200);
     let replica = Replica::start().await?;
     let state = tempfile::tempdir()?;
-    let gateway = Gateway::new(GatewayConfig {
-        client: Client::new()?,
-        agent_origin: replica.origin(),
-        tokens: Arc::new(StaticToken::new("token")),
-        state: state.path().to_owned(),
-        api_key: None,
-        catalog: CatalogStore::from_static().catalog().clone(),
-        workspace_uri: "file:///tmp".into(),
-        max_sessions: cursor_openai_gateway::DEFAULT_MAX_SESSIONS,
-    });
+    let gateway = Gateway::new(GatewayConfig::new(
+        Client::new()?,
+        replica.origin(),
+        Arc::new(StaticToken::new("token")),
+        state.path().to_owned(),
+        CatalogStore::from_static().catalog().clone(),
+        "file:///tmp",
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     drop(tokio::spawn(gateway.clone().serve(listener)));
@@ -282,7 +280,7 @@ async fn main() -> Result<(), BoxError> {
                 Arc::new(StaticToken::new("token")),
             )
             .profile(
-                HostProfile::new("cursor-openai-gateway")
+                HostProfile::new("cursor-gateway")
                     .with_continuation_prompt("Continue from the tool results above."),
             )
             .workspace_uri("file:///tmp")

@@ -1,50 +1,78 @@
-//! `cursor-openai-gateway [--listen ADDR] [--state DIR] [--api-key KEY] [--agent-origin URL]
-//! [--api-origin URL]`: serves the OpenAI API on Cursor's agent; prints
-//! `LISTENING http://` and the address once it accepts connections. Its working directory is
-//! the workspace native paths resolve in.
+//! The program: options, logging, credentials, the catalog, then serving until SIGTERM or
+//! Ctrl-C.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cursor_agent::session::{Client, Origin, TokenSource as _};
 use cursor_catalog::{CatalogStore, RefreshOptions, TransportCatalogRpc};
-use cursor_openai_gateway::{
-    CredentialSource, Gateway, GatewayConfig, GatewayError, GatewayTokens, Options, USAGE,
-};
 use cursor_transport::{AccessToken, CliIdentity};
+
+use crate::{
+    CredentialSource, Gateway, GatewayConfig, GatewayError, GatewayTokens, LogFormat, Options,
+    USAGE, VERSION,
+};
 
 /// How long start-up waits for the model catalog before using the cached or shipped one.
 const CATALOG_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn main() -> std::process::ExitCode {
+/// Runs the gateway program named `name` with the process's arguments and environment.
+pub fn cli_main(name: &str) -> std::process::ExitCode {
+    let env = |name: &str| std::env::var(name).ok();
+    let read = |path: &str| std::fs::read_to_string(path);
+    let options = match Options::parse(std::env::args().skip(1), env, read) {
+        Ok(options) => options,
+        Err(GatewayError::Usage(message)) => {
+            if !message.is_empty() {
+                eprintln!("{name}: {message}");
+            }
+            eprintln!("{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+        Err(error) => {
+            eprintln!("{name}: [{}] {error}", error.kind());
+            return std::process::ExitCode::from(2);
+        }
+    };
+    if options.version {
+        println!("cursor-gateway {VERSION}");
+        return std::process::ExitCode::SUCCESS;
+    }
+    init_logging(options.log_format);
+    for warning in &options.warnings {
+        tracing::warn!("{warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("cursor-openai-gateway: no async runtime: {error}");
+            tracing::error!(%error, "no async runtime");
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run()) {
+    match runtime.block_on(run(options)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(GatewayError::Usage(message)) => {
-            if !message.is_empty() {
-                eprintln!("cursor-openai-gateway: {message}");
-            }
-            eprintln!("{USAGE}");
-            std::process::ExitCode::from(2)
-        }
         Err(error) => {
-            eprintln!("cursor-openai-gateway: [{}] {error}", error.kind());
+            tracing::error!(class = %error.kind(), "{error}");
             std::process::ExitCode::from(2)
         }
     }
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+/// Human lines on stderr by default, or one JSON object a line; `RUST_LOG` filters
+/// (default `info`).
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Human => builder.with_target(false).try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }
 
 fn origin(
@@ -61,8 +89,30 @@ fn origin(
     }
 }
 
-async fn run() -> Result<(), GatewayError> {
-    let options = Options::parse(std::env::args().skip(1), env)?;
+/// Completes on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}
+
+async fn run(options: Options) -> Result<(), GatewayError> {
+    let env = |name: &str| std::env::var(name).ok();
     let io = |what: String| move |source| GatewayError::Io { what, source };
     std::fs::create_dir_all(&options.state).map_err(io(format!(
         "creating the state directory {}",
@@ -83,9 +133,9 @@ async fn run() -> Result<(), GatewayError> {
         env,
     ));
     if *tokens.source() == CredentialSource::None {
-        eprintln!(
-            "cursor-openai-gateway: no Cursor credentials (CURSOR_API_KEY, CURSOR_ACCESS_TOKEN or \
-             pi's auth.json); every request will answer 401"
+        tracing::warn!(
+            "no Cursor credentials (CURSOR_API_KEY, CURSOR_ACCESS_TOKEN or pi's auth.json); \
+             every request will answer 401"
         );
     }
 
@@ -115,9 +165,7 @@ async fn run() -> Result<(), GatewayError> {
                 }
             }
             Ok(_) => {}
-            Err(_) => eprintln!(
-                "cursor-openai-gateway: the catalog did not answer in time; using the cached one"
-            ),
+            Err(_) => tracing::warn!("the catalog did not answer in time; using the cached one"),
         }
     }
     let agent_origin = store
@@ -130,27 +178,37 @@ async fn run() -> Result<(), GatewayError> {
 
     // The workspace Cursor is told about is where the gateway runs: the client's project.
     let workspace = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    let gateway = Gateway::new(GatewayConfig {
+    let config = GatewayConfig::new(
         client,
         agent_origin,
         tokens,
-        state: options.state.clone(),
-        api_key: options.api_key.clone(),
-        catalog: store.catalog().clone(),
-        workspace_uri: cursor_agent::file_uri::from_path(&workspace),
-        max_sessions: cursor_openai_gateway::DEFAULT_MAX_SESSIONS,
-    });
+        options.state.clone(),
+        store.catalog().clone(),
+        cursor_agent::file_uri::from_path(&workspace),
+    )
+    .with_keys(options.keys.clone())
+    .with_limits(options.limits);
+    let gateway = Gateway::new(config);
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(io(format!("listening on {}", options.listen)))?;
     let addr = listener
         .local_addr()
         .map_err(io("reading the bound address".into()))?;
+    tracing::info!(
+        %addr,
+        version = VERSION,
+        keys = options.keys.len(),
+        state = %options.state.display(),
+        "listening"
+    );
     println!("LISTENING http://{addr}");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     gateway
-        .serve(listener)
+        .serve_until(listener, shutdown_signal())
         .await
-        .map_err(io("accepting connections".into()))
+        .map_err(io("accepting connections".into()))?;
+    tracing::info!("stopped");
+    Ok(())
 }
