@@ -52,7 +52,10 @@
 //! - `--inference-shape live|older` [`REPLICA_INFERENCE_SHAPE`]: the RunInference wire shapes
 //!   (`cursor_inference::testing::WireShape`): `live` (the default) names the resolved model in
 //!   `run_ready` and repeats the call id on every tool-call part with the whole argument JSON
-//!   in the last; `older` is the shape this project first reconstructed.
+//!   in the last; `older` is the shape this project first reconstructed;
+//! - `--max-concurrent-streams N` [`REPLICA_MAX_CONCURRENT_STREAMS`]: the agent listener
+//!   advertises `SETTINGS_MAX_CONCURRENT_STREAMS` N, as a backend limiting open Runs per
+//!   connection does (unlimited by default).
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
 //! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
@@ -94,6 +97,7 @@ struct Options {
     ignore_allowed_tools: bool,
     min_client_version: Option<String>,
     inference_shape: WireShape,
+    max_concurrent_streams: Option<u32>,
 }
 
 /// The `--inference-shape` words.
@@ -147,6 +151,9 @@ impl Options {
                 .map(|word| inference_shape(&word))
                 .transpose()?
                 .unwrap_or_default(),
+            max_concurrent_streams: env("REPLICA_MAX_CONCURRENT_STREAMS")
+                .map(|n| n.parse())
+                .transpose()?,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -179,6 +186,12 @@ impl Options {
                     let word = args.next().ok_or("--inference-shape needs a word")?;
                     options.inference_shape = inference_shape(&word)?;
                 }
+                "--max-concurrent-streams" => {
+                    let n = args
+                        .next()
+                        .ok_or("--max-concurrent-streams needs a number")?;
+                    options.max_concurrent_streams = Some(n.parse()?);
+                }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
         }
@@ -200,7 +213,11 @@ async fn main() -> Result<(), BoxError> {
     let replica = Replica::new();
     let scripted = replica.clone();
     let agent_refreshes = Arc::clone(&refreshes);
-    let builder = TestServer::builder()
+    let mut builder = TestServer::builder();
+    if let Some(max) = options.max_concurrent_streams {
+        builder = builder.max_concurrent_streams(max);
+    }
+    let builder = builder
         .bind(SocketAddr::from(([127, 0, 0, 1], options.port)))
         .handler(move |request| {
             if request.uri().path() == "/replica/script" {

@@ -5,8 +5,9 @@
 //!
 //! - [`envelope`]: the sans-IO Connect framing (`[flags][u32 length][payload]`), gzip,
 //!   end-of-stream JSON and the sixteen Connect [`envelope::Code`]s.
-//! - [`Client`]: one HTTP/2 connection per [`Origin`] (TLS with ALPN `h2`, or h2c for
-//!   loopback tests), many streams on it, PING keepalive, a new connection after GOAWAY.
+//! - [`Client`]: HTTP/2 connections per [`Origin`] (TLS with ALPN `h2`, or h2c for
+//!   loopback tests), many streams on each and another connection when the server's stream
+//!   limit is reached, PING keepalive, a new connection after GOAWAY.
 //!   Calls: [`Client::bidi`] ([`BidiCall`]), [`Client::unary`] and [`Client::send_http`].
 //! - [`headers`]: the CLI identity (AgentService/Run, catalog) and the IDE identity
 //!   (RunInference, with `x-cursor-checksum`); the only code that reads an [`AccessToken`].

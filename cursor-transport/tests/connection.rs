@@ -4,7 +4,10 @@ use cursor_proto::ir::Classify as _;
 use std::time::Duration;
 
 use cursor_proto::ir::ErrorKind;
-use cursor_transport::{Client, ClientConfig, Origin, RequestHeaders, testing::TestServer};
+use cursor_transport::{
+    BidiCall, Client, ClientConfig, Origin, RequestHeaders,
+    testing::{ServerCall, TestServer},
+};
 
 const PATH: &str = "/test.v1.Echo/Chat";
 
@@ -213,4 +216,127 @@ async fn refused_origins_never_reach_a_socket() {
         err,
         cursor_transport::CursorError::OriginRefused { .. }
     ));
+}
+
+/// Guards a step that must not wait for a stream slot: generous, only so a hang fails the test.
+async fn promptly<T>(future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(5), future)
+        .await
+        .expect("the step waited instead of answering")
+}
+
+/// Opens a stream and waits until the server answered on it, so the client has seen the
+/// server's SETTINGS and the stream is live on both ends.
+async fn live_stream(client: &Client, server: &mut TestServer) -> (BidiCall, ServerCall) {
+    let mut call = within(client.bidi(&server.origin(), PATH, RequestHeaders::new()))
+        .await
+        .unwrap();
+    let mut incoming = within(server.accept()).await.unwrap();
+    incoming.send(b"open").await.unwrap();
+    assert_eq!(
+        within(call.recv()).await.unwrap().as_deref(),
+        Some(b"open".as_slice())
+    );
+    (call, incoming)
+}
+
+fn client_with_at_most(connections: usize) -> Client {
+    let mut config = ClientConfig::default();
+    config.max_connections_per_origin = connections;
+    Client::with_config(config).unwrap()
+}
+
+#[tokio::test]
+async fn a_stream_past_the_servers_limit_opens_on_a_second_connection() {
+    let mut server = TestServer::builder()
+        .max_concurrent_streams(2)
+        .start()
+        .await
+        .unwrap();
+    let client = Client::new().unwrap();
+    let _first = live_stream(&client, &mut server).await;
+    let _second = live_stream(&client, &mut server).await;
+    let (mut third, incoming) = promptly(live_stream(&client, &mut server)).await;
+    assert_eq!(server.connections(), 2);
+    incoming.finish_ok().await.unwrap();
+    assert_eq!(within(third.recv()).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn with_every_allowed_connection_full_a_stream_fails_at_once_as_network() {
+    let mut server = TestServer::builder()
+        .max_concurrent_streams(2)
+        .start()
+        .await
+        .unwrap();
+    let client = client_with_at_most(1);
+    let _first = live_stream(&client, &mut server).await;
+    let _second = live_stream(&client, &mut server).await;
+    let err = promptly(client.bidi(&server.origin(), PATH, RequestHeaders::new()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network, "{err}");
+    assert!(err.to_string().contains("stream slots"), "{err}");
+    assert_eq!(server.connections(), 1);
+    assert_eq!(
+        server.requests(),
+        2,
+        "the refused stream never reached the server"
+    );
+}
+
+#[tokio::test]
+async fn a_finished_stream_frees_its_slot_on_the_same_connection() {
+    let mut server = TestServer::builder()
+        .max_concurrent_streams(2)
+        .start()
+        .await
+        .unwrap();
+    let client = client_with_at_most(1);
+    let _first = live_stream(&client, &mut server).await;
+    let (mut second, incoming) = live_stream(&client, &mut server).await;
+    incoming.finish_ok().await.unwrap();
+    assert_eq!(within(second.recv()).await.unwrap(), None);
+    drop(second);
+    let _third = promptly(live_stream(&client, &mut server)).await;
+    assert_eq!(server.connections(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_opens_fill_each_connection_before_dialing_the_next() {
+    let mut server = TestServer::builder()
+        .max_concurrent_streams(2)
+        .start()
+        .await
+        .unwrap();
+    let client = Client::new().unwrap();
+    let origin = server.origin();
+    let open = || client.bidi(&origin, PATH, RequestHeaders::new());
+    let (a, b, c, d) = within(async { tokio::join!(open(), open(), open(), open()) }).await;
+    let _calls = [a.unwrap(), b.unwrap(), c.unwrap(), d.unwrap()];
+    // A stream h2 queued past a connection's limit would never arrive.
+    for _ in 0..4 {
+        promptly(server.accept()).await.unwrap();
+    }
+    assert_eq!(server.connections(), 2, "two connections, two streams each");
+}
+
+#[tokio::test]
+async fn a_peer_that_never_sends_its_settings_fails_the_dial_as_network() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = Origin::loopback(listener.local_addr().unwrap().port());
+    // Accepts and keeps the socket open, silent: its stream limit stays unknown.
+    let silent = tokio::spawn(async move {
+        let (_tcp, _) = listener.accept().await.unwrap();
+        std::future::pending::<()>().await;
+    });
+    let mut config = ClientConfig::default();
+    config.connect_timeout = Duration::from_millis(200);
+    let client = Client::with_config(config).unwrap();
+    let err = within(client.bidi(&origin, PATH, RequestHeaders::new()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Network, "{err}");
+    assert!(err.to_string().contains("SETTINGS"), "{err}");
+    silent.abort();
 }

@@ -1,4 +1,4 @@
-//! The Connect client over HTTP/2: one connection per origin, many streams on it.
+//! The Connect client over HTTP/2: a few connections per origin, many streams on each.
 
 mod bidi;
 pub(crate) mod body;
@@ -42,6 +42,12 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// Bound on one message or response body (16 MiB).
     pub max_message_size: usize,
+    /// Most HTTP/2 connections kept to one origin (8; 0 counts as 1). A stream goes to a
+    /// pooled connection with a free slot under the server's `SETTINGS_MAX_CONCURRENT_STREAMS`,
+    /// else to a newly dialed one; when this many are all full, opening a stream fails at once
+    /// with a network error instead of waiting for a slot. Connections retired after GOAWAY
+    /// do not count: their open streams finish outside the pool.
+    pub max_connections_per_origin: usize,
 }
 
 impl Default for ClientConfig {
@@ -52,16 +58,21 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_connections_per_origin: 8,
         }
     }
 }
 
 /// A Connect client. Cheap to clone; clones share connections.
 ///
-/// Every call names an allowlisted [`Origin`]; the client keeps one HTTP/2 connection per
-/// origin (TLS with ALPN `h2`, or h2c with prior knowledge for loopback) and multiplexes
-/// streams on it. After the server sends GOAWAY, new calls go to a new connection while
-/// streams already open finish on the old one; no call is ever replayed.
+/// Every call names an allowlisted [`Origin`]; the client multiplexes streams on an HTTP/2
+/// connection to it (TLS with ALPN `h2`, or h2c with prior knowledge for loopback). When the
+/// server's `SETTINGS_MAX_CONCURRENT_STREAMS` is reached, a new stream goes to another
+/// connection, up to [`ClientConfig::max_connections_per_origin`]; past that, opening fails
+/// at once with a network error rather than waiting for a slot. An extra connection closes
+/// once it is idle and another has room. After the server sends GOAWAY, new calls go to
+/// another connection while streams already open finish on the old one; no call is ever
+/// replayed.
 ///
 /// Must be used inside a tokio runtime (it spawns the connection tasks).
 #[derive(Clone, Debug)]
