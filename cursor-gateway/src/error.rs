@@ -155,7 +155,7 @@ impl ApiError {
             kind: "invalid_request_error",
             code: "method_not_allowed".into(),
             message: format!(
-                "[local] {path} does not take this method (next step: see docs/GATEWAY.md)"
+                "[local] {path} does not take this method (next step: see docs/OPENAI-GATEWAY.md)"
             ),
             param: None,
             retry_after: None,

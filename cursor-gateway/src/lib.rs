@@ -9,7 +9,7 @@
 //! and expire ([`Limits`]). Cursor's native execs become calls of the client's own function
 //! tools or are refused; the gateway never runs anything itself.
 //!
-//! See `docs/GATEWAY.md` for the endpoints, the limits and how to point clients at it.
+//! See `docs/OPENAI-GATEWAY.md` for the endpoints, the limits and how to point clients at it.
 
 mod app;
 mod chat;

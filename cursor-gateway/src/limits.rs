@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-/// Bounds and timeouts of a running gateway (see `docs/GATEWAY.md`, "Limits").
+/// Bounds and timeouts of a running gateway (see `docs/OPENAI-GATEWAY.md`, "Limits").
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {

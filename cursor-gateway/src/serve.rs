@@ -51,6 +51,11 @@ impl Gateway {
     /// # Errors
     ///
     /// Never in practice: a failed accept is logged and serving goes on.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops accepting at once; connections already accepted are served
+    /// on tasks of their own until they end.
     pub async fn serve(self, listener: TcpListener) -> io::Result<()> {
         self.serve_until(listener, std::future::pending()).await
     }
@@ -63,6 +68,12 @@ impl Gateway {
     /// # Errors
     ///
     /// Never in practice: a failed accept is logged and serving goes on.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before `shutdown` completes stops accepting and cancels the
+    /// connections it serves (their Runs are cancelled; each handle stays as it was before
+    /// its turn). Prefer completing `shutdown` for a graceful stop.
     pub async fn serve_until(
         self,
         listener: TcpListener,
