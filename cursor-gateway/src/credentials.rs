@@ -1,7 +1,12 @@
 //! Cursor credentials, in the issue's order: `CURSOR_API_KEY` (exchanged for tokens),
 //! `CURSOR_ACCESS_TOKEN` / `CURSOR_REFRESH_TOKEN`, then the `cursor` entry of pi's `auth.json`.
+//!
+//! Refreshes are single-flight: every conversation shares one [`GatewayTokens`], and N Runs
+//! refused at once must not spend N refresh tokens (Cursor may rotate them, so all but one
+//! would be dead). Rotated OAuth tokens are written back where they came from.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,6 +15,10 @@ use cursor_agent::prelude::async_trait;
 use cursor_agent::session::{Client, Origin, TokenSource};
 use cursor_auth::{AuthConfig, Credentials, UserApiKey};
 use cursor_transport::TokioClock;
+
+/// The file under the state directory holding tokens rotated from `CURSOR_ACCESS_TOKEN` /
+/// `CURSOR_REFRESH_TOKEN` (environment variables cannot be written back).
+pub(crate) const STATE_CREDENTIALS: &str = "credentials.json";
 
 /// Where the gateway's Cursor credentials came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,12 +50,42 @@ enum Held {
     None,
 }
 
-/// The gateway's [`TokenSource`]: exchanges an API key, or refreshes OAuth tokens through
-/// the API origin, and never writes credentials anywhere.
-pub struct GatewayTokens {
+/// Where refreshed OAuth credentials are written.
+#[derive(Clone)]
+enum WriteBack {
+    Nowhere,
+    /// Replace the `cursor` entry of pi's `auth.json`.
+    PiAuthFile(PathBuf),
+    /// `state/credentials.json`, tagged with the environment tokens it descends from.
+    State {
+        path: PathBuf,
+        descends_from: String,
+    },
+}
+
+/// The state shared with a refresh task, which outlives a cancelled caller.
+struct Shared {
     client: Client,
     auth: AuthConfig,
     held: Mutex<Held>,
+    /// Held across the refresh: one network refresh or exchange at a time.
+    flight: Arc<tokio::sync::Mutex<Flight>>,
+    /// Refresh attempts completed; a caller that waited through one shares its outcome.
+    attempts: AtomicU64,
+    write_back: WriteBack,
+}
+
+#[derive(Default)]
+struct Flight {
+    /// The error of the last completed attempt (`None` when it succeeded).
+    last_error: Option<ErrorInfo>,
+}
+
+/// The gateway's [`TokenSource`]: exchanges an API key, or refreshes OAuth tokens through
+/// the API origin. Refreshes are single-flight; rotated OAuth tokens are written back to
+/// pi's `auth.json`, or for environment tokens to `credentials.json` in the state directory.
+pub struct GatewayTokens {
+    shared: Arc<Shared>,
     source: CredentialSource,
 }
 
@@ -75,41 +114,82 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// What a refresh does once it holds the flight lock.
+enum Work {
+    /// `None` for a plain `access_token`, `Some(rejected)` after a 401.
+    Exchange(Arc<UserApiKey>, Option<String>),
+    Refresh(Credentials),
+    /// Nothing to do: the held token already answers the caller.
+    Done(String),
+}
+
 impl GatewayTokens {
     /// Reads the credentials in the documented order; `env` reads an environment variable.
+    ///
+    /// With `state` (the gateway's state directory), tokens rotated from
+    /// `CURSOR_ACCESS_TOKEN` / `CURSOR_REFRESH_TOKEN` are kept in `state/credentials.json`,
+    /// and used instead of the variables while these still hold the values the file
+    /// descends from (changed variables mean new tokens, which win).
     pub fn from_environment(
         client: Client,
         api_origin: Origin,
         env: impl Fn(&str) -> Option<String>,
+        state: Option<PathBuf>,
     ) -> Self {
         let var = |name: &str| {
             env(name)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let (held, source) = if let Some(key) = var("CURSOR_API_KEY") {
+        let (held, source, write_back) = if let Some(key) = var("CURSOR_API_KEY") {
             (
                 Held::ApiKey(Arc::new(UserApiKey::new(key))),
                 CredentialSource::ApiKey,
+                WriteBack::Nowhere,
             )
         } else if let Some(access) = var("CURSOR_ACCESS_TOKEN") {
             let refresh = var("CURSOR_REFRESH_TOKEN").unwrap_or_default();
-            let credentials = Credentials::from_tokens(access, refresh, now_ms(), None);
-            (Held::Oauth(credentials), CredentialSource::Environment)
+            let descends_from = env_fingerprint(&access, &refresh);
+            let (credentials, write_back) = match state {
+                Some(dir) => {
+                    let path = dir.join(STATE_CREDENTIALS);
+                    let rotated = read_state(&path, &descends_from);
+                    let write_back = WriteBack::State {
+                        path,
+                        descends_from,
+                    };
+                    (rotated, write_back)
+                }
+                None => (None, WriteBack::Nowhere),
+            };
+            let credentials = credentials
+                .unwrap_or_else(|| Credentials::from_tokens(access, refresh, now_ms(), None));
+            (
+                Held::Oauth(credentials),
+                CredentialSource::Environment,
+                write_back,
+            )
         } else {
             match pi_entry(&env) {
-                Some((credentials, path)) => {
-                    (Held::Oauth(credentials), CredentialSource::PiAuthFile(path))
-                }
-                None => (Held::None, CredentialSource::None),
+                Some((credentials, path)) => (
+                    Held::Oauth(credentials),
+                    CredentialSource::PiAuthFile(path.clone()),
+                    WriteBack::PiAuthFile(path),
+                ),
+                None => (Held::None, CredentialSource::None, WriteBack::Nowhere),
             }
         };
         let mut auth = AuthConfig::default();
         auth.api_base = api_origin.to_string().trim_end_matches('/').to_owned();
         Self {
-            client,
-            auth,
-            held: Mutex::new(held),
+            shared: Arc::new(Shared {
+                client,
+                auth,
+                held: Mutex::new(held),
+                flight: Arc::default(),
+                attempts: AtomicU64::new(0),
+                write_back,
+            }),
             source,
         }
     }
@@ -119,10 +199,58 @@ impl GatewayTokens {
         &self.source
     }
 
+    /// One token-producing step at a time. `decide` looks at the held credentials (under the
+    /// lock, so it sees what an earlier flight stored) and says what is left to do.
+    async fn single_flight(
+        &self,
+        decide: impl Fn(&Held) -> Result<Work, ErrorInfo>,
+    ) -> Result<String, ErrorInfo> {
+        let attempts_before = self.shared.attempts.load(Ordering::Acquire);
+        let flight = Arc::clone(&self.shared.flight).lock_owned().await;
+        let work = decide(&self.shared.held())?;
+        if let Work::Done(token) = work {
+            return Ok(token);
+        }
+        // An attempt failed while this caller waited: its error is this caller's answer too,
+        // rather than one more refresh per waiter.
+        if self.shared.attempts.load(Ordering::Acquire) != attempts_before
+            && let Some(error) = &flight.last_error
+        {
+            return Err(error.clone());
+        }
+        // A task, holding the lock, so a cancelled caller neither loses a rotated refresh
+        // token nor lets a waiter start a second refresh alongside this one.
+        let shared = Arc::clone(&self.shared);
+        let task = tokio::spawn(async move {
+            let mut flight = flight;
+            let outcome = shared.perform(work).await;
+            flight.last_error = outcome.as_ref().err().cloned();
+            shared.attempts.fetch_add(1, Ordering::AcqRel);
+            outcome
+        });
+        task.await.unwrap_or_else(|error| {
+            Err(ErrorInfo::new(
+                ErrorKind::Local,
+                format!("the token refresh task failed: {error}"),
+                NextStep::host_bug("report the gateway's log"),
+            ))
+        })
+    }
+}
+
+impl Shared {
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn perform(&self, work: Work) -> Result<String, ErrorInfo> {
+        match work {
+            Work::Done(token) => Ok(token),
+            Work::Exchange(key, rejected) => self.exchange(&key, rejected.as_deref()).await,
+            Work::Refresh(credentials) => self.refresh_oauth(credentials).await,
+        }
     }
 
     /// The token `key` is exchanged for (`POST /auth/exchange_user_api_key`), kept in memory
@@ -168,47 +296,152 @@ impl GatewayTokens {
                 ErrorInfo::new(e.kind(), e.to_string(), e.next_step())
             })?;
         let access = fresh.access.clone();
+        if let Err(error) = self.write_back(&fresh) {
+            // The new tokens still serve this process; only a restart would miss them.
+            tracing::warn!(%error, "could not write back the refreshed Cursor credentials");
+        }
         *self.held() = Held::Oauth(fresh);
         Ok(access)
+    }
+
+    fn write_back(&self, fresh: &Credentials) -> std::io::Result<()> {
+        match &self.write_back {
+            WriteBack::Nowhere => Ok(()),
+            WriteBack::PiAuthFile(path) => write_pi_entry(path, fresh),
+            WriteBack::State {
+                path,
+                descends_from,
+            } => {
+                let file = serde_json::json!({
+                    "descends_from": descends_from,
+                    "cursor": fresh,
+                });
+                write_atomically(path, &pretty(&file)?)
+            }
+        }
     }
 }
 
 #[async_trait]
 impl TokenSource for GatewayTokens {
     async fn access_token(&self) -> Result<String, ErrorInfo> {
-        let action = match &*self.held() {
-            Held::None => return Err(no_credentials()),
-            Held::ApiKey(key) => Err(Arc::clone(key)),
+        let decide = |held: &Held| match held {
+            Held::None => Err(no_credentials()),
+            // `UserApiKey` answers from memory while its token is fresh; under the lock an
+            // expired one is exchanged once, not once per caller.
+            Held::ApiKey(key) => Ok(Work::Exchange(Arc::clone(key), None)),
             Held::Oauth(credentials) => {
                 if credentials.is_expired(now_ms()) && !credentials.refresh.is_empty() {
-                    Ok(credentials.clone())
+                    Ok(Work::Refresh(credentials.clone()))
                 } else {
-                    return Ok(credentials.access.clone());
+                    Ok(Work::Done(credentials.access.clone()))
                 }
             }
         };
-        match action {
-            Err(key) => self.exchange(&key, None).await,
-            Ok(credentials) => self.refresh_oauth(credentials).await,
+        // The common case, a fresh OAuth token, needs no lock.
+        if let Work::Done(token) = decide(&self.shared.held())? {
+            return Ok(token);
         }
+        self.single_flight(decide).await
     }
 
     async fn refresh(&self, rejected: &str) -> Result<String, ErrorInfo> {
-        let action = match &*self.held() {
-            Held::None => return Err(no_credentials()),
-            Held::ApiKey(key) => Err(Arc::clone(key)),
-            Held::Oauth(credentials) => {
-                if credentials.access != rejected {
-                    return Ok(credentials.access.clone());
-                }
-                Ok(credentials.clone())
+        self.single_flight(|held| match held {
+            Held::None => Err(no_credentials()),
+            Held::ApiKey(key) => Ok(Work::Exchange(Arc::clone(key), Some(rejected.to_owned()))),
+            // Another caller already replaced the refused token.
+            Held::Oauth(credentials) if credentials.access != rejected => {
+                Ok(Work::Done(credentials.access.clone()))
             }
-        };
-        match action {
-            Err(key) => self.exchange(&key, Some(rejected)).await,
-            Ok(credentials) => self.refresh_oauth(credentials).await,
-        }
+            Held::Oauth(credentials) => Ok(Work::Refresh(credentials.clone())),
+        })
+        .await
     }
+}
+
+/// Identifies the environment tokens without storing them: SHA-256 of access, newline,
+/// refresh, in hex.
+fn env_fingerprint(access: &str, refresh: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("{access}\n{refresh}"));
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The rotated credentials in `state/credentials.json`, if they descend from the
+/// environment tokens `descends_from` names.
+fn read_state(path: &Path, descends_from: &str) -> Option<Credentials> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let file: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if file.get("descends_from")?.as_str()? != descends_from {
+        return None;
+    }
+    let credentials = Credentials::from_json(&file.get("cursor")?.to_string()).ok()?;
+    (!credentials.access.is_empty()).then_some(credentials)
+}
+
+/// Replaces the `cursor` entry of pi's `auth.json`, re-read now so that entries pi wrote
+/// since (other providers) survive; fields of the entry this crate does not know are kept.
+fn write_pi_entry(path: &Path, fresh: &Credentials) -> std::io::Result<()> {
+    let invalid = |e: serde_json::Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+    let text = std::fs::read_to_string(path)?;
+    let mut file: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&text).map_err(invalid)?;
+    let serde_json::Value::Object(fresh) = serde_json::to_value(fresh).map_err(invalid)? else {
+        return Err(std::io::Error::other("credentials are not a JSON object"));
+    };
+    let entry = match file.remove("cursor") {
+        Some(serde_json::Value::Object(mut old)) => {
+            old.extend(fresh);
+            old
+        }
+        _ => fresh,
+    };
+    file.insert("cursor".to_owned(), serde_json::Value::Object(entry));
+    write_atomically(path, &pretty(&file)?)
+}
+
+/// Two-space indented JSON with a final newline, as pi writes `auth.json`.
+fn pretty(value: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Writes `contents` to a temporary file beside `path` (mode 0600 on unix), syncs it and
+/// renames it over `path`: a reader sees the old file or the new one, never half of one.
+fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&temp)?;
+        // `mode` applies only to a new file; a leftover temporary keeps its own.
+        #[cfg(unix)]
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written?;
+    // The rename itself survives a crash once the directory is synced.
+    #[cfg(unix)]
+    if let Ok(dir) = std::fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
 }
 
 /// The `cursor` entry of pi's `auth.json` (`$PI_CODING_AGENT_DIR/auth.json`, else
@@ -239,6 +472,7 @@ mod tests {
             Client::new().unwrap(),
             Origin::api2(),
             move |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            None,
         )
     }
 
@@ -293,6 +527,7 @@ mod tests {
             Client::new().unwrap(),
             server.origin(),
             |name: &str| (name == "CURSOR_API_KEY").then(|| "crsr_test".to_owned()),
+            None,
         );
         assert_eq!(tokens.access_token().await.unwrap(), "exchanged-1");
         assert_eq!(tokens.access_token().await.unwrap(), "exchanged-1");
@@ -325,6 +560,7 @@ mod tests {
             Client::new().unwrap(),
             server.origin(),
             |name: &str| (name == "CURSOR_API_KEY").then(|| "crsr_bad".to_owned()),
+            None,
         );
         let error = tokens.access_token().await.unwrap_err();
         assert_eq!(error.kind, ErrorKind::Auth);
@@ -354,5 +590,272 @@ mod tests {
         .unwrap();
         let source = tokens(&[("HOME", home.path().to_str().unwrap())]);
         assert_eq!(source.access_token().await.unwrap(), "pi-access");
+    }
+
+    /// A refresh and exchange endpoint that answers after 100 ms, so that concurrent callers
+    /// overlap; `answer` gets the path and the request body. Returns the origin, the number
+    /// of requests and the `refresh_token`s sent.
+    async fn slow_endpoint(
+        answer: impl Fn(&str) -> (u16, &'static str) + Send + Sync + 'static,
+    ) -> (
+        Origin,
+        Arc<std::sync::atomic::AtomicUsize>,
+        Arc<Mutex<Vec<String>>>,
+    ) {
+        use std::sync::atomic::AtomicUsize;
+        let mut server = cursor_transport::testing::TestServer::start()
+            .await
+            .unwrap();
+        let origin = server.origin();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let refresh_tokens = Arc::new(Mutex::new(Vec::new()));
+        let (counted, sent) = (Arc::clone(&requests), Arc::clone(&refresh_tokens));
+        let answer = Arc::new(answer);
+        tokio::spawn(async move {
+            while let Some(mut call) = server.accept().await {
+                counted.fetch_add(1, Ordering::AcqRel);
+                let (answer, sent) = (Arc::clone(&answer), Arc::clone(&sent));
+                tokio::spawn(async move {
+                    let body = call.read_body().await.unwrap_or_default();
+                    if let Ok(body) = serde_json::from_slice::<serde_json::Value>(&body)
+                        && let Some(token) = body["refresh_token"].as_str()
+                    {
+                        sent.lock().unwrap().push(token.to_owned());
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    let (status, body) = answer(call.path());
+                    let _ = call.respond(status, "application/json", body).await;
+                });
+            }
+        });
+        (origin, requests, refresh_tokens)
+    }
+
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + Send + Sync + use<> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
+
+    /// Starts `n` calls at once (behind a barrier) and collects their answers.
+    async fn at_once<F>(
+        n: usize,
+        tokens: &Arc<GatewayTokens>,
+        call: impl Fn(Arc<GatewayTokens>) -> F,
+    ) -> Vec<Result<String, ErrorInfo>>
+    where
+        F: Future<Output = Result<String, ErrorInfo>> + Send + 'static,
+    {
+        let barrier = Arc::new(tokio::sync::Barrier::new(n));
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                let barrier = Arc::clone(&barrier);
+                let call = call(Arc::clone(tokens));
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    call.await
+                })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.unwrap());
+        }
+        answers
+    }
+
+    const ROTATED: &str = r#"{"access_token": "new-access", "refresh_token": "r2"}"#;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn twenty_concurrent_401s_refresh_once_and_all_get_the_new_token() {
+        let (origin, requests, sent) = slow_endpoint(|path| {
+            assert_eq!(path, "/oauth/token");
+            (200, ROTATED)
+        })
+        .await;
+        let env = env_of(&[
+            ("CURSOR_ACCESS_TOKEN", "old"),
+            ("CURSOR_REFRESH_TOKEN", "r1"),
+        ]);
+        let tokens = Arc::new(GatewayTokens::from_environment(
+            Client::new().unwrap(),
+            origin,
+            env,
+            None,
+        ));
+        let answers = at_once(20, &tokens, |t| async move { t.refresh("old").await }).await;
+        for answer in answers {
+            assert_eq!(answer.unwrap(), "new-access");
+        }
+        assert_eq!(requests.load(Ordering::Acquire), 1);
+        assert_eq!(*sent.lock().unwrap(), ["r1"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn twenty_concurrent_401s_exchange_the_api_key_once_and_all_get_the_new_token() {
+        let (origin, requests, _) = slow_endpoint({
+            let n = std::sync::atomic::AtomicUsize::new(0);
+            move |path| {
+                assert_eq!(path, "/auth/exchange_user_api_key");
+                match n.fetch_add(1, Ordering::AcqRel) {
+                    0 => (200, r#"{"accessToken": "exchanged-1"}"#),
+                    _ => (200, r#"{"accessToken": "exchanged-2"}"#),
+                }
+            }
+        })
+        .await;
+        let tokens = Arc::new(GatewayTokens::from_environment(
+            Client::new().unwrap(),
+            origin,
+            env_of(&[("CURSOR_API_KEY", "crsr_test")]),
+            None,
+        ));
+        // The first exchange, by twenty callers at once, also happens once.
+        let first = at_once(20, &tokens, |t| async move { t.access_token().await }).await;
+        assert!(
+            first.iter().all(|a| a.as_deref() == Ok("exchanged-1")),
+            "{first:?}"
+        );
+        assert_eq!(requests.load(Ordering::Acquire), 1);
+        let answers = at_once(
+            20,
+            &tokens,
+            |t| async move { t.refresh("exchanged-1").await },
+        )
+        .await;
+        for answer in answers {
+            assert_eq!(answer.unwrap(), "exchanged-2");
+        }
+        assert_eq!(requests.load(Ordering::Acquire), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn twenty_concurrent_401s_share_one_refused_refresh_as_the_same_auth_error() {
+        let (origin, requests, _) = slow_endpoint(|_| (401, "{}")).await;
+        let env = env_of(&[
+            ("CURSOR_ACCESS_TOKEN", "old"),
+            ("CURSOR_REFRESH_TOKEN", "r1"),
+        ]);
+        let tokens = Arc::new(GatewayTokens::from_environment(
+            Client::new().unwrap(),
+            origin,
+            env,
+            None,
+        ));
+        let answers = at_once(20, &tokens, |t| async move { t.refresh("old").await }).await;
+        let first = answers[0].clone().unwrap_err();
+        assert_eq!(first.kind, ErrorKind::Auth);
+        assert!(
+            answers.iter().all(|a| a.as_ref() == Err(&first)),
+            "{answers:?}"
+        );
+        assert_eq!(requests.load(Ordering::Acquire), 1);
+        // Not sticky: a later 401 tries again.
+        assert!(tokens.refresh("old").await.is_err());
+        assert_eq!(requests.load(Ordering::Acquire), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn twenty_callers_of_an_expired_token_refresh_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("auth.json"),
+            r#"{"cursor": {"type": "oauth", "access": "old", "refresh": "r1", "expires": 1}}"#,
+        )
+        .unwrap();
+        let (origin, requests, _) = slow_endpoint(|_| (200, ROTATED)).await;
+        let env = env_of(&[("PI_CODING_AGENT_DIR", dir.path().to_str().unwrap())]);
+        let tokens = Arc::new(GatewayTokens::from_environment(
+            Client::new().unwrap(),
+            origin,
+            env,
+            None,
+        ));
+        let answers = at_once(20, &tokens, |t| async move { t.access_token().await }).await;
+        assert!(
+            answers.iter().all(|a| a.as_deref() == Ok("new-access")),
+            "{answers:?}"
+        );
+        assert_eq!(requests.load(Ordering::Acquire), 1);
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_rotated_refresh_token_is_written_back_to_pis_auth_json_and_used_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        let before = serde_json::json!({
+            "anthropic": {"type": "oauth", "access": "a", "refresh": "b", "expires": 5, "x": [1, {"y": null}]},
+            "cursor": {"type": "oauth", "access": "old", "refresh": "r1", "expires": 99_999_999_999_999_u64, "email": "u@example.com"},
+            "openai": {"type": "api_key", "key": "sk-1"},
+        });
+        std::fs::write(&path, serde_json::to_string_pretty(&before).unwrap()).unwrap();
+        #[cfg(unix)]
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
+        let (origin, _, sent) = slow_endpoint(|_| (200, ROTATED)).await;
+        let env = || env_of(&[("PI_CODING_AGENT_DIR", dir.path().to_str().unwrap())]);
+        let start =
+            || GatewayTokens::from_environment(Client::new().unwrap(), origin.clone(), env(), None);
+        assert_eq!(start().refresh("old").await.unwrap(), "new-access");
+
+        let after: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(after["anthropic"], before["anthropic"]);
+        assert_eq!(after["openai"], before["openai"]);
+        assert_eq!(after["cursor"]["access"], "new-access");
+        assert_eq!(after["cursor"]["refresh"], "r2");
+        assert_eq!(after["cursor"]["type"], "oauth");
+        assert_eq!(after["cursor"]["email"], "u@example.com");
+        #[cfg(unix)]
+        assert_eq!(mode(&path), 0o600);
+
+        let restarted = start();
+        assert_eq!(restarted.access_token().await.unwrap(), "new-access");
+        restarted.refresh("new-access").await.unwrap();
+        assert_eq!(*sent.lock().unwrap(), ["r1", "r2"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn environment_tokens_rotate_into_the_state_dir_and_a_restart_uses_them() {
+        let state = tempfile::tempdir().unwrap();
+        let (origin, _, sent) = slow_endpoint(|_| (200, ROTATED)).await;
+        let start = |access: &str| {
+            GatewayTokens::from_environment(
+                Client::new().unwrap(),
+                origin.clone(),
+                env_of(&[
+                    ("CURSOR_ACCESS_TOKEN", access),
+                    ("CURSOR_REFRESH_TOKEN", "r1"),
+                ]),
+                Some(state.path().to_owned()),
+            )
+        };
+        assert_eq!(start("old").refresh("old").await.unwrap(), "new-access");
+        let path = state.path().join(STATE_CREDENTIALS);
+        #[cfg(unix)]
+        assert_eq!(mode(&path), 0o600);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("\"old\"") && !text.contains("\"r1\""),
+            "{text}"
+        );
+
+        // Same environment: the rotated tokens, whose refresh token is the live one.
+        let restarted = start("old");
+        assert_eq!(restarted.source(), &CredentialSource::Environment);
+        assert_eq!(restarted.access_token().await.unwrap(), "new-access");
+        restarted.refresh("new-access").await.unwrap();
+        assert_eq!(*sent.lock().unwrap(), ["r1", "r2"]);
+
+        // New tokens in the environment win over the file.
+        assert_eq!(start("fresh").access_token().await.unwrap(), "fresh");
     }
 }

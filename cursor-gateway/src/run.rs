@@ -131,6 +131,7 @@ async fn run(options: Options) -> Result<(), GatewayError> {
         client.clone(),
         api_origin.clone(),
         env,
+        Some(options.state.clone()),
     ));
     if *tokens.source() == CredentialSource::None {
         tracing::warn!(

@@ -380,8 +380,12 @@ async fn responses_without_stream_answer_one_response_object() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_cursor_credentials_every_request_is_a_401_that_says_what_to_set() {
     let replica = Replica::start().await.unwrap();
-    let tokens =
-        GatewayTokens::from_environment(Client::new().unwrap(), replica.origin(), |_: &str| None);
+    let tokens = GatewayTokens::from_environment(
+        Client::new().unwrap(),
+        replica.origin(),
+        |_: &str| None,
+        None,
+    );
     let h = start_full(replica, None, None, Arc::new(tokens), Limits::DEFAULT).await;
     let (status, body) = post(
         &h,
