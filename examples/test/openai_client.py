@@ -1,4 +1,4 @@
-"""The `openai` Python package (from PyPI) against cursor-openai-gateway and the replica.
+"""The `openai` Python package (from PyPI) against cursor-gateway and the replica.
 
     python openai_client.py first|second BASE_URL API_KEY TRANSCRIPT
 
