@@ -299,3 +299,59 @@ async fn fields_that_cannot_be_honoured_are_400s_naming_them() {
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["param"], "conversation");
 }
+
+/// The `type` and `response` of each event of a streamed Responses answer.
+async fn respond_stream(h: &Harness, body: &Value) -> (u16, Vec<Value>) {
+    let (status, text) = http(h, "POST", "/v1/responses", &body.to_string(), None).await;
+    let events = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    (status, events)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_response_is_stored_and_a_streamed_limit_ends_incomplete() {
+    let h = start_with(None, None).await;
+    let (status, events) = respond_stream(
+        &h,
+        &json!({"model": "composer-2.5", "stream": true, "input": "remember EMU-4"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "response.completed", "{last}");
+    let id = last["response"]["id"].as_str().unwrap();
+    let (status, body) = respond(
+        &h,
+        &json!({"model": "composer-2.5", "previous_response_id": id,
+                "input": "what did I ask you to remember?"}),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["output_text"].as_str().unwrap().contains("EMU-4"));
+    assert_eq!(h.replica.runs()[1].label, "agent-resume");
+
+    let (status, events) = respond_stream(
+        &h,
+        &json!({"model": "composer-2.5", "stream": true, "max_output_tokens": 2,
+                "input": "say: one two three four"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "response.incomplete", "{last}");
+    assert_eq!(last["response"]["status"], "incomplete");
+    assert_eq!(
+        last["response"]["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_text.delta")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert_eq!(text, "one two ");
+}
