@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ApiError;
+use crate::honour::{Clip, Format, FormatSpec};
 
 /// A chat completions request (fields this gateway does not use are ignored).
 #[derive(Debug, Deserialize)]
@@ -32,6 +33,117 @@ pub(crate) struct ChatRequest {
     /// The caller's end-user id: a session hint that keeps conversations apart.
     #[serde(default)]
     pub(crate) user: Option<String>,
+    #[serde(default)]
+    pub(crate) stop: Option<Stop>,
+    #[serde(default)]
+    pub(crate) max_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) max_completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub(crate) response_format: Option<FormatSpec>,
+    /// Fields that would change the answer and cannot be honoured: present, they are a 400.
+    #[serde(default)]
+    pub(crate) logprobs: Option<bool>,
+    #[serde(default)]
+    pub(crate) top_logprobs: Option<u32>,
+    #[serde(default)]
+    pub(crate) audio: Option<Value>,
+    #[serde(default)]
+    pub(crate) modalities: Option<Vec<String>>,
+    #[serde(default)]
+    pub(crate) prediction: Option<Value>,
+    #[serde(default)]
+    pub(crate) web_search_options: Option<Value>,
+    #[serde(default)]
+    pub(crate) functions: Option<Value>,
+    #[serde(default)]
+    pub(crate) logit_bias: Option<HashMap<String, f64>>,
+}
+
+/// `stop`: one sequence or up to four.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl ChatRequest {
+    /// The stop sequences and output limit, for [`Clip`].
+    pub(crate) fn clip(&self) -> Clip {
+        let stops = match &self.stop {
+            None => Vec::new(),
+            Some(Stop::One(stop)) => vec![stop.clone()],
+            Some(Stop::Many(stops)) => stops.clone(),
+        };
+        Clip::new(stops, self.max_completion_tokens.or(self.max_tokens))
+    }
+
+    /// Fields that change the answer and that Cursor cannot honour: a 400 naming the first.
+    fn refuse_unsupported(&self) -> Result<(), ApiError> {
+        let refuse = |param: &str, why: &str| {
+            Err(
+                ApiError::bad_request("unsupported_parameter", format!("{param}: {why}"))
+                    .with_param(param),
+            )
+        };
+        if self.n.is_some_and(|n| n != 1) {
+            return Err(ApiError::bad_request(
+                "invalid_n",
+                "n must be 1: Cursor answers one choice",
+            )
+            .with_param("n"));
+        }
+        if self.logprobs == Some(true) || self.top_logprobs.is_some_and(|n| n > 0) {
+            return refuse("logprobs", "Cursor reports no token log probabilities");
+        }
+        if self.audio.as_ref().is_some_and(|v| !v.is_null()) {
+            return refuse("audio", "Cursor answers text only");
+        }
+        if self
+            .modalities
+            .iter()
+            .flatten()
+            .any(|modality| modality != "text")
+        {
+            return refuse("modalities", "Cursor answers text only");
+        }
+        if self.prediction.as_ref().is_some_and(|v| !v.is_null()) {
+            return refuse("prediction", "Cursor takes no predicted output");
+        }
+        if self
+            .web_search_options
+            .as_ref()
+            .is_some_and(|v| !v.is_null())
+        {
+            return refuse(
+                "web_search_options",
+                "web search is a tool OpenAI's servers run; offer a function tool instead",
+            );
+        }
+        if self.functions.as_ref().is_some_and(|v| !v.is_null()) {
+            return refuse(
+                "functions",
+                "the legacy functions field is not supported; use tools",
+            );
+        }
+        if self
+            .logit_bias
+            .as_ref()
+            .is_some_and(|bias| !bias.is_empty())
+        {
+            return refuse("logit_bias", "Cursor takes no token biases");
+        }
+        if let Some(Stop::Many(stops)) = &self.stop
+            && stops.len() > 4
+        {
+            return Err(
+                ApiError::bad_request("invalid_stop", "stop takes at most 4 sequences")
+                    .with_param("stop"),
+            );
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,7 +227,9 @@ pub(crate) struct FunctionSpec {
 /// What the request asked, translated.
 #[derive(Debug)]
 pub(crate) struct Translated {
+    /// The transcript, the format's instruction at the end of its system prompt.
     pub(crate) conversation: Conversation,
+    pub(crate) format: Option<Format>,
 }
 
 /// Parses the body; malformed JSON and unknown shapes are 400s that say what is wrong.
@@ -184,12 +298,8 @@ fn user_content(content: &Content) -> Result<Vec<UserContent>, ApiError> {
 /// The host-neutral transcript of `request`, validated: the tools `tool_choice` allows, the
 /// system text, user turns with images, assistant tool calls and their results.
 pub(crate) fn translate(request: &ChatRequest) -> Result<Translated, ApiError> {
-    if request.n.is_some_and(|n| n != 1) {
-        return Err(
-            ApiError::bad_request("invalid_n", "n must be 1: Cursor answers one choice")
-                .with_param("n"),
-        );
-    }
+    request.refuse_unsupported()?;
+    let format = Format::from_spec(request.response_format.clone(), "response_format")?;
     let mut system = Vec::new();
     let mut messages = Vec::new();
     // Call id -> tool name, for every call an assistant message made so far.
@@ -279,7 +389,13 @@ pub(crate) fn translate(request: &ChatRequest) -> Result<Translated, ApiError> {
     let mut conversation = Conversation::new(system.join("\n\n"));
     conversation.messages = messages;
     conversation.tools = tools(request)?;
-    Ok(Translated { conversation })
+    if let Some(format) = &format {
+        format.instruct(&mut conversation);
+    }
+    Ok(Translated {
+        conversation,
+        format,
+    })
 }
 
 /// The function tools the request offers, narrowed by `tool_choice`.

@@ -12,9 +12,10 @@ use serde::Serialize;
 use crate::ApiError;
 use crate::chat::{self, ChatRequest};
 use crate::gateway::{
-    Gateway, Leg, Meta, TurnGuard, collect, finish_reason, stale_after_answer, turn_vanished,
+    Gateway, Leg, Meta, TurnGuard, finish_reason, stale_after_answer, turn_vanished,
 };
 use crate::history::Scope;
+use crate::honour::{Clip, Cut, answer_whole};
 use crate::outlet::{self, Outlet};
 use crate::wire::{
     AssistantOut, ChatChunk, ChatCompletion, Choice, ChunkChoice, Delta, ToolCallOut, UsageOut,
@@ -36,24 +37,64 @@ pub(crate) async fn handle(
         .and_then(|o| o.include_usage)
         .unwrap_or(false);
     let scope = Scope::new(namespace, request.user.clone().or(header_hint));
-    let guard = gateway.begin(&scope, &translated.conversation)?;
     let meta = Meta::new("chatcmpl", &request.model);
-    if request.stream.unwrap_or(false) {
-        outlet::respond(move |outlet| {
-            let stream = ChatStream {
-                meta,
-                include_usage,
-            };
-            stream.pump(guard, translated.conversation, model, outlet)
+    let clip = request.clip();
+    let stream = ChatStream {
+        meta,
+        include_usage,
+    };
+    let format = translated.format.as_ref();
+    if request.stream.unwrap_or(false) && format.is_none() {
+        let guard = gateway.begin(&scope, &translated.conversation)?;
+        return outlet::respond(move |outlet| {
+            stream.pump(guard, translated.conversation, model, clip, outlet)
         })
-        .await
-    } else {
-        let leg = collect(guard, &translated.conversation, &model).await?;
-        Ok(Json(completion(&meta, &leg)).into_response())
+        .await;
+    }
+    let (leg, cut) = answer_whole(
+        gateway,
+        &scope,
+        &translated.conversation,
+        &model,
+        &clip,
+        format,
+    )
+    .await?;
+    if request.stream.unwrap_or(false) {
+        // A checked format streams once checked: the whole reply as one delta.
+        let mut frames = vec![stream.opening()];
+        if !leg.text.is_empty() {
+            frames.extend(stream.frames(
+                &Event::TextDelta {
+                    text: leg.text.clone(),
+                },
+                &leg,
+                0,
+            ));
+        }
+        for (index, call) in leg.calls.iter().enumerate() {
+            frames.extend(stream.frames(&Event::ToolCall(call.clone()), &leg, index + 1));
+        }
+        frames.extend(stream.end(finish(&leg, cut), &leg));
+        let (tx, rx) = tokio::sync::mpsc::channel(frames.len().max(1));
+        for frame in frames {
+            let _ = tx.try_send(frame);
+        }
+        return Ok(outlet::sse_response(rx));
+    }
+    Ok(Json(completion(&stream.meta, &leg, cut)).into_response())
+}
+
+/// The finish reason: the gateway's cut, else Cursor's.
+fn finish(leg: &Leg, cut: Option<Cut>) -> &'static str {
+    match cut {
+        Some(Cut::Stop) => "stop",
+        Some(Cut::Length) => "length",
+        None => finish_reason(leg.stop),
     }
 }
 
-fn completion<'a>(meta: &'a Meta, leg: &'a Leg) -> ChatCompletion<'a> {
+fn completion<'a>(meta: &'a Meta, leg: &'a Leg, cut: Option<Cut>) -> ChatCompletion<'a> {
     let only_calls = leg.text.is_empty() && !leg.calls.is_empty();
     ChatCompletion {
         id: &meta.id,
@@ -72,7 +113,7 @@ fn completion<'a>(meta: &'a Meta, leg: &'a Leg) -> ChatCompletion<'a> {
                     .collect(),
                 reasoning_content: (!leg.thinking.is_empty()).then_some(leg.thinking.as_str()),
             },
-            finish_reason: finish_reason(leg.stop),
+            finish_reason: finish(leg, cut),
         }],
         usage: leg.usage.as_ref().map(UsageOut::from),
     }
@@ -106,6 +147,36 @@ impl ChatStream {
         })
     }
 
+    /// The role chunk every stream opens with.
+    fn opening(&self) -> Bytes {
+        self.chunk(
+            Delta {
+                role: Some("assistant"),
+                content: Some(""),
+                ..Delta::default()
+            },
+            None,
+        )
+    }
+
+    /// The last frames: the finish reason, the usage chunk if asked for, `[DONE]`.
+    fn end(&self, reason: &'static str, leg: &Leg) -> Vec<Bytes> {
+        let mut frames = vec![self.chunk(Delta::default(), Some(reason))];
+        if self.include_usage {
+            let meta = &self.meta;
+            frames.push(sse(&ChatChunk {
+                id: &meta.id,
+                object: "chat.completion.chunk",
+                created: meta.created,
+                model: &meta.model,
+                choices: Vec::new(),
+                usage: Some(leg.usage.as_ref().map(UsageOut::from)),
+            }));
+        }
+        frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        frames
+    }
+
     /// The frames one event streams as.
     fn frames(&self, event: &Event, leg: &Leg, calls: usize) -> Vec<Bytes> {
         match event {
@@ -130,23 +201,7 @@ impl ChatStream {
                 },
                 None,
             )],
-            Event::Done { reason } => {
-                let mut frames =
-                    vec![self.chunk(Delta::default(), Some(finish_reason(Some(*reason))))];
-                if self.include_usage {
-                    let meta = &self.meta;
-                    frames.push(sse(&ChatChunk {
-                        id: &meta.id,
-                        object: "chat.completion.chunk",
-                        created: meta.created,
-                        model: &meta.model,
-                        choices: Vec::new(),
-                        usage: Some(leg.usage.as_ref().map(UsageOut::from)),
-                    }));
-                }
-                frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
-                frames
-            }
+            Event::Done { reason } => self.end(finish_reason(Some(*reason)), leg),
             _ => Vec::new(),
         }
     }
@@ -158,6 +213,7 @@ impl ChatStream {
         guard: TurnGuard,
         conversation: Conversation,
         model: ModelChoice,
+        mut clip: Clip,
         mut outlet: Outlet,
     ) {
         let mut turn = guard.session().turn(&conversation, &model);
@@ -185,16 +241,40 @@ impl ChatStream {
                 guard.failed(&error);
                 return outlet.fail(error, error_event).await;
             }
-            let frames = self.frames(&ir, &leg, leg.calls.len());
-            let opening = || {
-                vec![self.chunk(
-                    Delta {
-                        role: Some("assistant"),
-                        content: Some(""),
-                        ..Delta::default()
-                    },
-                    None,
-                )]
+            let opening = || vec![self.opening()];
+            let frames = match &ir {
+                Event::Reset => {
+                    clip.reset();
+                    Vec::new()
+                }
+                Event::TextDelta { text } => {
+                    let (text, cut) = clip.push(text);
+                    let mut frames = if text.is_empty() {
+                        Vec::new()
+                    } else {
+                        self.frames(&Event::TextDelta { text }, &leg, 0)
+                    };
+                    if let Some(cut) = cut {
+                        // Cut here: the Run is cancelled (dropped) and the conversation handed
+                        // back unrecorded, as when a client goes.
+                        frames.extend(self.end(finish(&leg, Some(cut)), &leg));
+                        drop(turn);
+                        outlet.send(frames, opening).await;
+                        return;
+                    }
+                    frames
+                }
+                Event::Done { .. } => {
+                    let rest = clip.flush();
+                    let mut frames = if rest.is_empty() {
+                        Vec::new()
+                    } else {
+                        self.frames(&Event::TextDelta { text: rest }, &leg, 0)
+                    };
+                    frames.extend(self.frames(&ir, &leg, leg.calls.len()));
+                    frames
+                }
+                _ => self.frames(&ir, &leg, leg.calls.len()),
             };
             if leg.stop.is_some() {
                 // Recorded before the client reads the end, so its next request finds it.

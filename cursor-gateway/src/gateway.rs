@@ -16,6 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::conversations::{Claim, Conversations};
 use crate::history::{self, HistoryFp, Scope};
+use crate::honour::{Clip, Cut};
 use crate::metrics::{Metrics, RunKind, RunSink};
 use crate::serve::ConnectionCount;
 use crate::{ApiError, ClientKeys, Limits};
@@ -161,6 +162,11 @@ impl Gateway {
     /// Turns streaming now.
     pub fn open_runs(&self) -> u64 {
         self.inner.metrics.open_runs()
+    }
+
+    /// The state directory (handles, conversations, stored responses).
+    pub(crate) fn state_dir(&self) -> &std::path::Path {
+        &self.inner.config.state
     }
 
     pub(crate) fn limits(&self) -> &Limits {
@@ -456,12 +462,15 @@ pub(crate) fn finish_reason(stop: Option<StopReason>) -> &'static str {
     }
 }
 
-/// Runs one leg to its end and collects it; an `Error` or `Aborted` is the leg's failure.
+/// Runs one leg to its end and collects it, cut by `clip`; an `Error` or `Aborted` is the
+/// leg's failure. A cut cancels the Run and hands the conversation back where it was found
+/// (as a client gone does): the client's next request, with the cut text, rebuilds.
 pub(crate) async fn collect(
     turn_guard: TurnGuard,
     conversation: &Conversation,
     model: &ModelChoice,
-) -> Result<Leg, ApiError> {
+    mut clip: Clip,
+) -> Result<(Leg, Option<Cut>), ApiError> {
     let mut turn = turn_guard.session().turn(conversation, model);
     let mut leg = Leg::default();
     while let Some(event) = turn.next().await {
@@ -470,6 +479,16 @@ pub(crate) async fn collect(
                 if let Some(error) = leg.absorb(ir) {
                     turn_guard.failed(&error);
                     return Err(error);
+                }
+                match ir {
+                    Event::Reset => clip.reset(),
+                    Event::TextDelta { text } => {
+                        if let (_, Some(cut)) = clip.push(text) {
+                            leg.text = clip.text().to_owned();
+                            return Ok((leg, Some(cut)));
+                        }
+                    }
+                    _ => {}
                 }
             }
             other => turn_guard.side_event(other),
@@ -482,5 +501,5 @@ pub(crate) async fn collect(
     }
     drop(turn);
     turn_guard.finish(&leg);
-    Ok(leg)
+    Ok((leg, None))
 }

@@ -20,6 +20,7 @@ mod credentials;
 mod error;
 mod gateway;
 pub mod history;
+mod honour;
 mod keys;
 mod limits;
 mod metrics;
@@ -27,6 +28,7 @@ mod outlet;
 mod responses;
 mod run;
 mod serve;
+mod stored;
 mod wire;
 
 pub use cli::{DEFAULT_LISTEN, LogFormat, Options, USAGE};

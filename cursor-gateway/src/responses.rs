@@ -15,9 +15,11 @@ use cursor_agent::ir::{
 use cursor_agent::session::ModelChoice;
 use serde_json::{Value, json};
 
-use crate::gateway::{Gateway, Leg, Meta, TurnGuard, collect, stale_after_answer, turn_vanished};
+use crate::gateway::{Gateway, Leg, Meta, TurnGuard, stale_after_answer, turn_vanished};
 use crate::history::Scope;
+use crate::honour::{Clip, Format, answer_whole};
 use crate::outlet::{self, Outlet};
+use crate::stored::{self, Stored};
 use crate::{ApiError, chat};
 
 /// What a Responses request asked, translated.
@@ -31,6 +33,12 @@ pub(crate) struct Translated {
     model: String,
     effort: Option<String>,
     stream: bool,
+    /// `store` not false: the completed answer is kept for `previous_response_id`.
+    store: bool,
+    /// The system prompt before a format's instruction, as stored.
+    system_prompt: String,
+    format: Option<Format>,
+    clip: Clip,
 }
 
 fn bad(message: impl Into<String>) -> ApiError {
@@ -111,12 +119,33 @@ fn push_assistant(messages: &mut Vec<Message>, block: AssistantContent) {
     }
 }
 
-/// Parses and validates a Responses request body.
-pub(crate) fn translate(body: &[u8]) -> Result<Translated, ApiError> {
+/// Parses and validates a Responses request body; `prior` loads the stored response a
+/// `previous_response_id` names, whose transcript goes before `input`.
+pub(crate) fn translate(
+    body: &[u8],
+    prior: impl FnOnce(&str) -> Result<Stored, ApiError>,
+) -> Result<Translated, ApiError> {
     let request: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}")))?;
     let model = str_field(&request, "model", "the request")?.to_owned();
     refuse_unsupported(&request)?;
+    let prior = match request.get("previous_response_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(prior(id)?),
+        Some(_) => {
+            return Err(
+                bad("`previous_response_id` must be a string").with_param("previous_response_id")
+            );
+        }
+    };
+    let format = match request.pointer("/text/format") {
+        None | Some(Value::Null) => None,
+        Some(spec) => Some(serde_json::from_value(spec.clone()).map_err(|e| {
+            ApiError::bad_request("invalid_response_format", format!("text.format: {e}"))
+                .with_param("text.format")
+        })?),
+    };
+    let format = Format::from_spec(format, "text.format")?;
     let mut system: Vec<String> = Vec::new();
     if let Some(instructions) = request.get("instructions").and_then(Value::as_str) {
         system.push(instructions.to_owned());
@@ -128,8 +157,23 @@ pub(crate) fn translate(body: &[u8]) -> Result<Translated, ApiError> {
         Some(Value::Array(items)) => items.clone(),
         _ => return Err(bad("`input` must be a string or a list of items")),
     };
-    let mut messages = Vec::new();
-    let mut calls: HashMap<String, String> = HashMap::new();
+    let mut messages = prior
+        .as_ref()
+        .map(|p| p.messages.clone())
+        .unwrap_or_default();
+    // Outputs in `input` may answer calls the stored response made.
+    let mut calls: HashMap<String, String> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant { content } => Some(content),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|block| match block {
+            AssistantContent::ToolCall(call) => Some((call.id.clone(), call.name.clone())),
+            _ => None,
+        })
+        .collect();
     for (index, item) in items.iter().enumerate() {
         let at = format!("input[{index}]");
         let kind = item.get("type").and_then(Value::as_str).unwrap_or_else(|| {
@@ -216,15 +260,44 @@ pub(crate) fn translate(body: &[u8]) -> Result<Translated, ApiError> {
     if !messages.iter().any(|m| matches!(m, Message::User { .. })) {
         return Err(bad("the input has no user message"));
     }
-    let mut conversation = Conversation::new(system.join("\n\n"));
+    // Without instructions of its own, a continuation keeps the stored system prompt, so the
+    // history is the stored one and its conversation resumes.
+    let system_prompt = match &prior {
+        Some(prior) if system.is_empty() => prior.system_prompt.clone(),
+        _ => system.join("\n\n"),
+    };
+    let mut conversation = Conversation::new(system_prompt.clone());
     conversation.messages = messages;
     conversation.tools = tools(&request)?;
+    if let Some(format) = &format {
+        format.instruct(&mut conversation);
+    }
     // Codex names its session in `prompt_cache_key`: two sessions that start alike stay apart.
-    let hint = ["prompt_cache_key", "user"]
+    let mut hint = ["prompt_cache_key", "user"]
         .iter()
         .find_map(|name| request.get(*name).and_then(Value::as_str))
         .map(str::to_owned);
+    if let Some(prior) = prior {
+        match (&hint, prior.hint) {
+            (Some(asked), Some(stored)) if *asked != stored => {
+                return Err(
+                    bad("previous_response_id names a response of another session \
+                     (prompt_cache_key / user differ)")
+                    .with_param("previous_response_id"),
+                );
+            }
+            (None, stored) => hint = stored,
+            _ => {}
+        }
+    }
     Ok(Translated {
+        store: request.get("store").and_then(Value::as_bool) != Some(false),
+        system_prompt,
+        format,
+        clip: Clip::new(
+            Vec::new(),
+            request.get("max_output_tokens").and_then(Value::as_u64),
+        ),
         ignored_tools: hosted_tools(&request),
         conversation,
         hint,
@@ -249,14 +322,29 @@ fn refuse_unsupported(request: &Value) -> Result<(), ApiError> {
                 .with_param(param),
         )
     };
-    if request
-        .get("previous_response_id")
-        .is_some_and(|v| !v.is_null())
-    {
+    let given = |name: &str| request.get(name).is_some_and(|v| !v.is_null());
+    if given("conversation") {
         return unsupported(
-            "previous_response_id",
-            "this gateway does not store responses; send the whole conversation in `input`",
+            "conversation",
+            "this gateway keeps no Conversations objects; use previous_response_id or send the \
+             whole conversation in `input`",
         );
+    }
+    if given("prompt") {
+        return unsupported("prompt", "stored prompt templates are not supported");
+    }
+    if request
+        .get("top_logprobs")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 0)
+        || request
+            .get("include")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|i| i.as_str().is_some_and(|i| i.contains("logprobs")))
+    {
+        return unsupported("top_logprobs", "Cursor reports no token log probabilities");
     }
     if request.get("background").and_then(Value::as_bool) == Some(true) {
         return unsupported("background", "background responses are not supported");
@@ -371,11 +459,49 @@ fn response_json(meta: &Meta, status: &str, output: &[Value], usage: Option<&Usa
         .filter(|item| item["type"] == "message")
         .filter_map(|item| item["content"][0]["text"].as_str())
         .collect();
+    // The gateway cuts a reply only at max_output_tokens (Responses has no stop sequences).
+    let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
     json!({
         "id": meta.id, "object": "response", "created_at": meta.created, "status": status,
         "model": meta.model, "output": output, "output_text": text,
-        "usage": usage_json(usage), "error": null,
+        "usage": usage_json(usage), "error": null, "incomplete_details": incomplete,
     })
+}
+
+/// What to store once the answer completed (`None` for `store: false`).
+#[derive(Debug)]
+struct Keep {
+    state: std::path::PathBuf,
+    id: String,
+    stored: Stored,
+}
+
+impl Keep {
+    fn new(gateway: &Gateway, scope: &Scope, translated: &Translated, id: &str) -> Option<Self> {
+        translated.store.then(|| Self {
+            state: gateway.state_dir().to_owned(),
+            id: id.to_owned(),
+            stored: Stored {
+                namespace: scope.namespace.clone(),
+                hint: scope.hint.clone(),
+                system_prompt: translated.system_prompt.clone(),
+                messages: translated.conversation.messages.clone(),
+            },
+        })
+    }
+
+    /// Stores the transcript with `leg`'s answer last.
+    fn save(mut self, leg: &Leg) {
+        let mut content = Vec::new();
+        if !leg.text.is_empty() {
+            content.push(AssistantContent::Text {
+                text: leg.text.clone(),
+            });
+        }
+        content.extend(leg.calls.iter().cloned().map(AssistantContent::ToolCall));
+        self.stored.messages.push(Message::Assistant { content });
+        stored::save(&self.state, &self.id, &self.stored);
+    }
 }
 
 /// Answers one Responses request from `namespace` (its client key's).
@@ -385,7 +511,7 @@ pub(crate) async fn handle(
     header_hint: Option<String>,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let translated = translate(body)?;
+    let translated = translate(body, |id| stored::load(gateway.state_dir(), id, namespace))?;
     let ignored = translated.ignored_tools.join(",");
     if !ignored.is_empty() {
         tracing::info!(tools = %ignored, "hosted tools offered and left out");
@@ -409,24 +535,106 @@ async fn answer(
 ) -> Result<Response, ApiError> {
     let model = gateway.model_choice(&translated.model, translated.effort.as_deref())?;
     let scope = Scope::new(namespace, translated.hint.clone().or(header_hint));
-    let guard = gateway.begin(&scope, &translated.conversation)?;
     let meta = Meta::new("resp", &translated.model);
-    if !translated.stream {
-        let leg = collect(guard, &translated.conversation, &model).await?;
-        let mut output = Vec::new();
-        if !leg.text.is_empty() {
-            output.push(message_item(&format!("msg_{}", meta.id), &leg.text));
-        }
-        output.extend(leg.calls.iter().map(call_item));
-        return Ok(Json(response_json(
-            &meta,
-            "completed",
-            &output,
-            leg.usage.as_ref(),
-        ))
-        .into_response());
+    let keep = Keep::new(gateway, &scope, &translated, &meta.id);
+    if translated.stream && translated.format.is_none() {
+        let guard = gateway.begin(&scope, &translated.conversation)?;
+        return outlet::respond(move |outlet| {
+            stream(
+                guard,
+                translated.conversation,
+                model,
+                meta,
+                translated.clip,
+                keep,
+                outlet,
+            )
+        })
+        .await;
     }
-    outlet::respond(move |outlet| stream(guard, translated.conversation, model, meta, outlet)).await
+    let (leg, cut) = answer_whole(
+        gateway,
+        &scope,
+        &translated.conversation,
+        &model,
+        &translated.clip,
+        translated.format.as_ref(),
+    )
+    .await?;
+    let status = if cut.is_some() {
+        "incomplete"
+    } else {
+        "completed"
+    };
+    if cut.is_none()
+        && let Some(keep) = keep
+    {
+        keep.save(&leg);
+    }
+    if translated.stream {
+        // A checked format streams once checked: the whole reply as one delta.
+        let frames = whole_events(&meta, &leg, status);
+        let (tx, rx) = tokio::sync::mpsc::channel(frames.len().max(1));
+        for frame in frames {
+            let _ = tx.try_send(frame);
+        }
+        return Ok(outlet::sse_response(rx));
+    }
+    let mut output = Vec::new();
+    if !leg.text.is_empty() {
+        output.push(message_item(&format!("msg_{}", meta.id), &leg.text));
+    }
+    output.extend(leg.calls.iter().map(call_item));
+    Ok(Json(response_json(&meta, status, &output, leg.usage.as_ref())).into_response())
+}
+
+/// The events of an answer already complete, its text as one delta.
+fn whole_events(meta: &Meta, leg: &Leg, status: &str) -> Vec<Bytes> {
+    let mut sequence = 0u64;
+    let mut next = |kind: &str, mut data: Value| {
+        data["sequence_number"] = json!(sequence);
+        sequence += 1;
+        event(kind, data)
+    };
+    let created = response_json(meta, "in_progress", &[], None);
+    let mut frames = vec![
+        next("response.created", json!({"response": created})),
+        next("response.in_progress", json!({"response": created})),
+    ];
+    let mut output = Vec::new();
+    let message_id = format!("msg_{}", meta.id);
+    if !leg.text.is_empty() {
+        frames.push(next("response.output_item.added", json!({"output_index": 0, "item": {
+            "id": message_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []
+        }})));
+        frames.push(next("response.content_part.added", json!({"item_id": message_id, "output_index": 0, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})));
+        frames.push(next("response.output_text.delta", json!({"item_id": message_id, "output_index": 0, "content_index": 0, "delta": leg.text})));
+        let mut text = Some((leg.text.clone(), 0));
+        close_text(&mut frames, &mut output, &mut text, &message_id, &mut next);
+    }
+    for call in &leg.calls {
+        let index = output.len();
+        let item = call_item(call);
+        frames.push(next(
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        ));
+        frames.push(next(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        output.push(item);
+    }
+    let kind = if status == "completed" {
+        "response.completed"
+    } else {
+        "response.incomplete"
+    };
+    frames.push(next(
+        kind,
+        json!({"response": response_json(meta, status, &output, leg.usage.as_ref())}),
+    ));
+    frames
 }
 
 /// Ends the open text item, if any: its done events, and the item into `output`.
@@ -459,13 +667,43 @@ fn event(kind: &str, mut data: Value) -> Bytes {
     Bytes::from(format!("event: {kind}\ndata: {data}\n\n"))
 }
 
-/// Streams one leg as Responses events; the HTTP head waits for the first output so a
-/// failure before it keeps its status, and the Run stops once the client is gone.
+/// Adds `delta` to the open text item, opening one first if none is.
+fn push_delta(
+    frames: &mut Vec<Bytes>,
+    output_len: usize,
+    text: &mut Option<(String, usize)>,
+    message_id: &str,
+    next: &mut dyn FnMut(&str, Value) -> Bytes,
+    delta: &str,
+) {
+    if delta.is_empty() {
+        return;
+    }
+    if text.is_none() {
+        let index = output_len;
+        frames.push(next("response.output_item.added", json!({"output_index": index, "item": {
+            "id": message_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []
+        }})));
+        frames.push(next("response.content_part.added", json!({"item_id": message_id, "output_index": index, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})));
+        *text = Some((String::new(), index));
+    }
+    if let Some((body, index)) = text.as_mut() {
+        body.push_str(delta);
+        frames.push(next("response.output_text.delta", json!({"item_id": message_id, "output_index": *index, "content_index": 0, "delta": delta})));
+    }
+}
+
+/// Streams one leg as Responses events, cut at `clip`'s limit; the HTTP head waits for the
+/// first output so a failure before it keeps its status, and the Run stops once the client is
+/// gone. A completed answer is stored (`keep`) before its last event goes out.
+#[allow(clippy::too_many_arguments)]
 async fn stream(
     guard: TurnGuard,
     conversation: Conversation,
     model: ModelChoice,
     meta: Meta,
+    mut clip: Clip,
+    keep: Option<Keep>,
     mut outlet: Outlet,
 ) {
     let mut turn = guard.session().turn(&conversation, &model);
@@ -509,20 +747,20 @@ async fn stream(
             return outlet.fail(error, failed).await;
         }
         let mut frames = Vec::new();
+        let mut cut = None;
         match &ir {
+            Event::Reset => clip.reset(),
             Event::TextDelta { text: delta } => {
-                if text.is_none() {
-                    let index = output.len();
-                    frames.push(next("response.output_item.added", json!({"output_index": index, "item": {
-                        "id": message_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []
-                    }})));
-                    frames.push(next("response.content_part.added", json!({"item_id": message_id, "output_index": index, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})));
-                    text = Some((String::new(), index));
-                }
-                if let Some((body, index)) = text.as_mut() {
-                    body.push_str(delta);
-                    frames.push(next("response.output_text.delta", json!({"item_id": message_id, "output_index": *index, "content_index": 0, "delta": delta})));
-                }
+                let (out, at) = clip.push(delta);
+                cut = at;
+                push_delta(
+                    &mut frames,
+                    output.len(),
+                    &mut text,
+                    &message_id,
+                    &mut next,
+                    &out,
+                );
             }
             Event::ToolCall(call) => {
                 close_text(&mut frames, &mut output, &mut text, &message_id, &mut next);
@@ -540,6 +778,15 @@ async fn stream(
                 output.push(item);
             }
             Event::Done { .. } => {
+                let rest = clip.flush();
+                push_delta(
+                    &mut frames,
+                    output.len(),
+                    &mut text,
+                    &message_id,
+                    &mut next,
+                    &rest,
+                );
                 close_text(&mut frames, &mut output, &mut text, &message_id, &mut next);
                 frames.push(next(
                     "response.completed",
@@ -550,6 +797,11 @@ async fn stream(
             }
             _ => {}
         }
+        if cut.is_some() {
+            close_text(&mut frames, &mut output, &mut text, &message_id, &mut next);
+            let response = response_json(&meta, "incomplete", &output, leg.usage.as_ref());
+            frames.push(next("response.incomplete", json!({"response": response})));
+        }
         let opening = || {
             let created = response_json(&meta, "in_progress", &[], None);
             vec![
@@ -557,10 +809,20 @@ async fn stream(
                 next("response.in_progress", json!({"response": created})),
             ]
         };
+        if cut.is_some() {
+            // Cut here: the Run is cancelled (dropped) and the conversation handed back
+            // unrecorded, as when a client goes; nothing is stored.
+            drop(turn);
+            let _ = outlet.send(frames, opening).await;
+            return;
+        }
         if leg.stop.is_some() {
             // Recorded before the client reads the end, so its next request finds it.
             drop(turn);
             guard.finish(&leg);
+            if let Some(keep) = keep {
+                keep.save(&leg);
+            }
             let _ = outlet.send(frames, opening).await;
             return;
         }
@@ -596,7 +858,7 @@ mod tests {
             ],
             "stream": true
         });
-        let translated = translate(body.to_string().as_bytes()).unwrap();
+        let translated = translate(body.to_string().as_bytes(), |_| unreachable!()).unwrap();
         let conversation = &translated.conversation;
         assert_eq!(
             conversation.system_prompt,
@@ -622,7 +884,7 @@ mod tests {
             {"type": "message", "role": "user", "content": "x"},
             {"type": "function_call_output", "call_id": "ghost", "output": "r"}
         ]});
-        let error = translate(body.to_string().as_bytes()).unwrap_err();
+        let error = translate(body.to_string().as_bytes(), |_| unreachable!()).unwrap_err();
         assert_eq!(error.status, 400);
         assert!(error.message.contains("ghost"), "{}", error.message);
     }

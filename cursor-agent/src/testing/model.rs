@@ -34,6 +34,14 @@ pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
     if lower == NATIVES {
         return Intent::Natives;
     }
+    // `say: A` answers A; with a `then: B` line, A now and B to the next user turn (whatever it
+    // says), so a test can script a first reply and a corrected one.
+    if let Some((first, _)) = say_of(text) {
+        return Intent::Answer(first.to_owned());
+    }
+    if let Some((_, Some(second))) = earlier.last().and_then(|t| say_of(t)) {
+        return Intent::Answer(second.to_owned());
+    }
     if let Some(command) = strip_prefix_ci(text, "run:") {
         return Intent::Shell(command.trim().to_owned());
     }
@@ -86,6 +94,15 @@ fn parse_call(call: &str) -> Result<Call, serde_json::Error> {
     Ok(Call {
         name: name.to_owned(),
         arguments: serde_json::from_str(arguments.trim())?,
+    })
+}
+
+/// The two answers of `say: A` / `say: A\nthen: B`.
+fn say_of(text: &str) -> Option<(&str, Option<&str>)> {
+    let rest = strip_prefix_ci(text.trim(), "say:")?;
+    Some(match rest.split_once("\nthen:") {
+        Some((first, second)) => (first.trim(), Some(second.trim())),
+        None => (rest.trim(), None),
     })
 }
 
@@ -172,6 +189,20 @@ mod tests {
         assert_eq!(
             intent("what did I ask you to remember?", &[]),
             Intent::Answer("You did not ask me to remember anything.".into())
+        );
+    }
+
+    #[test]
+    fn say_answers_its_text_and_then_answers_the_next_turn() {
+        assert_eq!(
+            intent("say: {\"a\": 1}", &[]),
+            Intent::Answer("{\"a\": 1}".into())
+        );
+        let first = "say: not json\nthen: {\"a\": 1}".to_owned();
+        assert_eq!(intent(&first, &[]), Intent::Answer("not json".into()));
+        assert_eq!(
+            intent("that was wrong", &[first]),
+            Intent::Answer("{\"a\": 1}".into())
         );
     }
 
