@@ -4,19 +4,19 @@
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{MatchedPath, Path, Request, State};
+use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse as _, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, header};
 use http_body_util::BodyExt as _;
-use serde_json::json;
 use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
 };
 use tower_http::trace::TraceLayer;
 
+use crate::anthropic_serve::AnthropicError;
 use crate::{ApiError, Gateway};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -32,6 +32,8 @@ pub(crate) fn router(gateway: Gateway) -> Router {
         .route("/v1/models/{id}", get(model))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/responses", post(responses))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route_layer(middleware::from_fn_with_state(
             gateway.clone(),
             authenticate,
@@ -80,6 +82,8 @@ async fn count(State(gateway): State<Gateway>, request: Request, next: Next) -> 
         Some("/v1/models/{id}") => "model",
         Some("/v1/chat/completions") => "chat_completions",
         Some("/v1/responses") => "responses",
+        Some("/v1/messages") => "messages",
+        Some("/v1/messages/count_tokens") => "count_tokens",
         Some("/healthz") => "healthz",
         Some("/metrics") => "metrics",
         _ => "other",
@@ -106,6 +110,9 @@ async fn authenticate(
     next: Next,
 ) -> Response {
     let Some(namespace) = gateway.keys().namespace_of(sent_key(request.headers())) else {
+        if speaks_anthropic(&request) {
+            return AnthropicError(ApiError::gateway_key()).into_response();
+        }
         return ApiError::gateway_key().into_response();
     };
     let namespace = Namespace(namespace.to_owned());
@@ -165,27 +172,65 @@ async fn responses(State(gateway): State<Gateway>, request: Request) -> Result<R
     crate::responses::handle(&gateway, &namespace, header_hint(&headers), &body).await
 }
 
-fn model_object(id: &str) -> serde_json::Value {
-    json!({"id": id, "object": "model", "created": 0, "owned_by": "cursor"})
+/// Whether a request speaks Anthropic's API: its path, or an `anthropic-version` header.
+fn speaks_anthropic<B>(request: &http::Request<B>) -> bool {
+    request.uri().path().starts_with("/v1/messages")
+        || request.headers().contains_key("anthropic-version")
 }
 
-async fn models(State(gateway): State<Gateway>) -> Response {
-    let data: Vec<_> = gateway
-        .model_ids()
-        .iter()
-        .map(|id| model_object(id))
-        .collect();
-    axum::Json(json!({"object": "list", "data": data})).into_response()
+async fn messages(
+    State(gateway): State<Gateway>,
+    request: Request,
+) -> Result<Response, AnthropicError> {
+    let (headers, namespace, body) = read_body(&gateway, request).await?;
+    let key = gateway.thinking_key();
+    crate::anthropic_serve::handle(&gateway, key, &namespace, header_hint(&headers), &body)
+        .await
+        .map_err(AnthropicError)
+}
+
+async fn count_tokens(
+    State(gateway): State<Gateway>,
+    request: Request,
+) -> Result<Response, AnthropicError> {
+    let (headers, namespace, body) = read_body(&gateway, request).await?;
+    let key = gateway.thinking_key();
+    crate::anthropic_serve::count_tokens(&gateway, key, &namespace, header_hint(&headers), &body)
+        .await
+        .map_err(AnthropicError)
+}
+
+async fn models(
+    State(gateway): State<Gateway>,
+    headers: HeaderMap,
+    Query(paging): Query<crate::models::Paging>,
+) -> Response {
+    if headers.contains_key("anthropic-version") {
+        return match crate::models::anthropic_list(&gateway, &paging) {
+            Ok(list) => axum::Json(list).into_response(),
+            Err(error) => AnthropicError(error).into_response(),
+        };
+    }
+    axum::Json(crate::models::openai_list(&gateway)).into_response()
 }
 
 async fn model(
     State(gateway): State<Gateway>,
+    headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Response {
+    if headers.contains_key("anthropic-version") {
+        return match crate::models::anthropic_one(&gateway, &id) {
+            Ok(model) => axum::Json(model).into_response(),
+            Err(error) => AnthropicError(error).into_response(),
+        };
+    }
     if gateway.model_ids().contains(&id) {
-        Ok(axum::Json(model_object(&id)).into_response())
+        axum::Json(crate::models::openai_model(&id)).into_response()
     } else {
-        Err(ApiError::bad_request("model_not_found", format!("no model {id}")).with_status(404))
+        ApiError::bad_request("model_not_found", format!("no model {id}"))
+            .with_status(404)
+            .into_response()
     }
 }
 

@@ -23,6 +23,8 @@ usage: cursor-gateway [options]
   --write-timeout SECS        a write to a client that stopped reading (default 30)
   --tool-round-timeout SECS   a Run waiting for tool results (default 300)
   --shutdown-grace SECS       turns finishing after SIGTERM (default 30)
+  --ping-interval SECS        Anthropic stream keep-alive pings (default 5)
+  --model-alias NAME=ID       another name for a catalog model (repeatable)
   --max-connections N         open connections (default 1024)
   --max-turns N               turns running at once (default 64)
   --max-conversations N       conversations in memory (default 10000)
@@ -63,6 +65,8 @@ pub struct Options {
     pub log_format: LogFormat,
     /// Bounds and timeouts.
     pub limits: Limits,
+    /// `--model-alias NAME=ID` pairs.
+    pub model_aliases: Vec<(String, String)>,
     /// Warnings to log once logging is up (deprecated flags).
     pub warnings: Vec<String>,
     /// `--version` was asked for.
@@ -92,6 +96,7 @@ impl Options {
             api_origin: None,
             log_format: LogFormat::Human,
             limits: Limits::DEFAULT,
+            model_aliases: Vec::new(),
             warnings: Vec::new(),
             version: false,
         };
@@ -157,6 +162,16 @@ impl Options {
                 "--write-timeout" => limits.write = seconds(&flag, &value)?,
                 "--tool-round-timeout" => limits.tool_round = seconds(&flag, &value)?,
                 "--shutdown-grace" => limits.shutdown_grace = seconds(&flag, &value)?,
+                "--ping-interval" => limits.ping_interval = seconds(&flag, &value)?,
+                "--model-alias" => {
+                    let (name, id) = value
+                        .split_once('=')
+                        .filter(|(name, id)| !name.is_empty() && !id.is_empty())
+                        .ok_or_else(|| {
+                            GatewayError::Usage(format!("--model-alias {value}: NAME=CATALOG_ID"))
+                        })?;
+                    options.model_aliases.push((name.to_owned(), id.to_owned()));
+                }
                 "--max-connections" => limits.max_connections = count(&flag, &value)?,
                 "--max-turns" => limits.max_turns = count(&flag, &value)?,
                 "--max-conversations" => limits.max_conversations = count(&flag, &value)?,

@@ -41,6 +41,9 @@ struct Inner {
     /// Conversations nobody holds, by where their history ends.
     idle: HashMap<HistoryFp, Vec<String>>,
     slots: HashMap<String, Slot>,
+    /// Tokens Cursor counted for the history ending at a fingerprint (the last turn's input
+    /// and output), for `count_tokens`.
+    tokens: HashMap<HistoryFp, u64>,
 }
 
 /// A conversation a request holds: its id and session. Hand it back with
@@ -159,6 +162,24 @@ impl Conversations {
     /// Hands `claim` back, its history now ending at `at` (`None`: where it was found, or
     /// nowhere for a conversation this request started). The index entry is written to disk.
     pub(crate) fn release(&self, claim: &Claim, at: Option<HistoryFp>) {
+        self.release_counted(claim, at, None);
+    }
+
+    /// [`release`](Self::release), remembering that Cursor counted `tokens` for the history
+    /// ending at `at`.
+    pub(crate) fn release_counted(
+        &self,
+        claim: &Claim,
+        at: Option<HistoryFp>,
+        tokens: Option<u64>,
+    ) {
+        if let (Some(fp), Some(tokens)) = (at, tokens) {
+            let mut inner = lock(&self.inner);
+            if let Some(old) = claim.was_at {
+                inner.tokens.remove(&old);
+            }
+            inner.tokens.insert(fp, tokens);
+        }
         let at = at.or(claim.was_at);
         {
             let mut inner = lock(&self.inner);
@@ -191,6 +212,16 @@ impl Conversations {
         }
         slot.session.cancel_waiting();
         true
+    }
+
+    /// The longest of `prefixes` Cursor counted tokens for: its index and the count.
+    pub(crate) fn counted(&self, prefixes: &[HistoryFp]) -> Option<(usize, u64)> {
+        let inner = lock(&self.inner);
+        prefixes
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, fp)| inner.tokens.get(fp).map(|tokens| (i, *tokens)))
     }
 
     /// Conversations in memory, and how many of them wait for tool results.

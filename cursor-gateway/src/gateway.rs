@@ -15,7 +15,7 @@ use cursor_catalog::{Catalog, ThinkingLevel};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::conversations::{Claim, Conversations};
-use crate::history::{self, HistoryFp, Scope};
+use crate::history::{self, Api, HistoryFp, Scope};
 use crate::honour::{Clip, Cut};
 use crate::metrics::{Metrics, RunKind, RunSink};
 use crate::serve::ConnectionCount;
@@ -40,6 +40,9 @@ pub struct GatewayConfig {
     pub workspace_uri: String,
     /// Bounds and timeouts.
     pub limits: Limits,
+    /// Extra model names (`NAME` → a catalog id), for the names a client sends on its own,
+    /// such as Claude Code's main and small-fast model slots.
+    pub model_aliases: Vec<(String, String)>,
 }
 
 impl GatewayConfig {
@@ -61,7 +64,15 @@ impl GatewayConfig {
             catalog,
             workspace_uri: workspace_uri.into(),
             limits: Limits::DEFAULT,
+            model_aliases: Vec::new(),
         }
+    }
+
+    /// Adds model aliases (`NAME` → catalog id).
+    #[must_use]
+    pub fn with_model_aliases(mut self, aliases: Vec<(String, String)>) -> Self {
+        self.model_aliases = aliases;
+        self
     }
 
     /// Sets the client keys.
@@ -99,6 +110,7 @@ pub struct Gateway {
 
 struct Shared {
     config: GatewayConfig,
+    thinking_key: crate::signature::ThinkingKey,
     handles: Arc<HandleStore>,
     conversations: Conversations,
     turns: Arc<Semaphore>,
@@ -125,6 +137,7 @@ impl Gateway {
         Self {
             inner: Arc::new(Shared {
                 turns: Arc::new(Semaphore::new(config.limits.max_turns)),
+                thinking_key: crate::signature::ThinkingKey::load_or_create(&config.state),
                 config,
                 handles,
                 conversations,
@@ -169,6 +182,10 @@ impl Gateway {
         &self.inner.config.state
     }
 
+    pub(crate) fn thinking_key(&self) -> &crate::signature::ThinkingKey {
+        &self.inner.thinking_key
+    }
+
     pub(crate) fn limits(&self) -> &Limits {
         &self.inner.config.limits
     }
@@ -210,6 +227,40 @@ impl Gateway {
         ids
     }
 
+    /// The catalog id a model name stands for: a `--model-alias` name, or `claude-cursor-ID`
+    /// (every model's Claude Code name), else the name itself.
+    pub(crate) fn resolve_alias<'a>(&'a self, model: &'a str) -> &'a str {
+        if let Some((_, id)) = self
+            .inner
+            .config
+            .model_aliases
+            .iter()
+            .find(|(name, _)| name == model)
+        {
+            return id;
+        }
+        model.strip_prefix(CLAUDE_PREFIX).unwrap_or(model)
+    }
+
+    /// The `--model-alias` names.
+    pub(crate) fn alias_names(&self) -> impl Iterator<Item = &str> {
+        self.inner
+            .config
+            .model_aliases
+            .iter()
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// The catalog row of id `id`.
+    pub(crate) fn row(&self, id: &str) -> Option<&cursor_catalog::ModelRow> {
+        self.inner
+            .config
+            .catalog
+            .rows
+            .iter()
+            .find(|row| row.id == id)
+    }
+
     /// The slug for a request's `model` (an id or a published slug) and `reasoning_effort`.
     pub(crate) fn model_choice(
         &self,
@@ -242,22 +293,41 @@ impl Gateway {
             })
     }
 
-    fn new_session(&self, id: &str, sink: Arc<RunSink>) -> AgentSession {
+    fn new_session(&self, id: &str, sink: Arc<RunSink>, api: Api) -> AgentSession {
         let config = &self.inner.config;
+        // Claude Code's tools (Bash, Read, Write, Edit, ...) are reached the same way as any
+        // client's: by their schemas; the profile names the host to Cursor and the model.
+        let profile = match api {
+            Api::Anthropic => HostProfile::new("claude-code")
+                .with_display_name("Claude Code")
+                .with_continuation_prompt("Continue from the tool results above."),
+            _ => HostProfile::new("cursor-gateway")
+                .with_continuation_prompt("Continue from the tool results above."),
+        };
         AgentSession::builder(
             config.client.clone(),
             config.agent_origin.clone(),
             Arc::clone(&config.tokens),
         )
-        .profile(
-            HostProfile::new("cursor-gateway")
-                .with_continuation_prompt("Continue from the tool results above."),
-        )
+        .profile(profile)
         .workspace_uri(config.workspace_uri.clone())
         .session_id(id)
         .handles(self.inner.handles.clone())
         .debug(sink)
         .build()
+    }
+
+    /// Tokens in `conversation` as Cursor counted them for the longest stored history it
+    /// continues, plus an estimate of what came after; a whole estimate when nothing is known.
+    pub(crate) fn count_tokens(&self, scope: &Scope, conversation: &Conversation) -> u64 {
+        let prefixes = history::prefixes(scope, conversation);
+        let Some((unit, known)) = self.inner.conversations.counted(&prefixes) else {
+            return crate::anthropic::estimate_tokens(conversation);
+        };
+        let ends = history::unit_ends(&conversation.messages);
+        let mut rest = Conversation::new("");
+        rest.messages = conversation.messages[ends[unit]..].to_vec();
+        known + crate::anthropic::estimate_tokens(&rest)
     }
 
     /// Takes a turn slot and the conversation `conversation` continues within `scope`.
@@ -276,7 +346,7 @@ impl Gateway {
         let prefixes = history::prefixes(scope, conversation);
         let claim = self.inner.conversations.claim(
             &prefixes,
-            |id, sink| self.new_session(id, sink),
+            |id, sink| self.new_session(id, sink, scope.api),
             || RunSink::new(Arc::clone(&self.inner.metrics)),
         );
         let continues = claim.session.is_waiting_for_tools()
@@ -331,7 +401,13 @@ impl TurnGuard {
             .prefix
             .map(|prefix| history::extend(prefix, &leg.text, &leg.calls));
         let shared = &self.gateway.inner;
-        shared.conversations.release(&self.claim, at);
+        let tokens = leg
+            .usage
+            .as_ref()
+            .map(|u| u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens);
+        shared
+            .conversations
+            .release_counted(&self.claim, at, tokens);
         if self.claim.session.is_waiting_for_tools() {
             let gateway = self.gateway.clone();
             let claim = self.claim.ticket();
@@ -383,6 +459,10 @@ impl Drop for TurnGuard {
         self.gateway.inner.metrics.run_closed();
     }
 }
+
+/// The prefix of every model's Claude Code name: Claude Code lists only ids that start with
+/// `claude` (or `anthropic`).
+pub(crate) const CLAUDE_PREFIX: &str = "claude-cursor-";
 
 /// A turn that went stale (and rebuilt) after its answer had begun streaming: the client has
 /// seen part of an answer the rebuilt conversation does not continue.

@@ -11,23 +11,45 @@ use cursor_agent::ir::{
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-/// Who is asking: the client key's namespace and the session hint the client sent
-/// (`user`, `prompt_cache_key`, a session id header), if any.
+/// Who is asking: the client key's namespace, the session hint the client sent (`user`,
+/// `prompt_cache_key`, a session id header), if any, and which API it speaks.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Scope {
     /// The client key's namespace ([`crate::ClientKeys::namespace_of`]).
     pub namespace: String,
     /// The client's own session hint.
     pub hint: Option<String>,
+    /// The API the conversation is spoken in: a conversation of one is never continued
+    /// through the other.
+    pub api: Api,
+}
+
+/// The API a request speaks.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Api {
+    /// OpenAI's chat completions or Responses.
+    #[default]
+    OpenAi,
+    /// Anthropic's Messages (Claude Code).
+    Anthropic,
 }
 
 impl Scope {
-    /// A scope in `namespace` with `hint`.
+    /// A scope in `namespace` with `hint`, on the OpenAI APIs.
     pub fn new(namespace: impl Into<String>, hint: Option<String>) -> Self {
         Self {
             namespace: namespace.into(),
             hint: hint.filter(|h| !h.is_empty()),
+            api: Api::OpenAi,
         }
+    }
+
+    /// The same scope on `api`.
+    #[must_use]
+    pub fn on(mut self, api: Api) -> Self {
+        self.api = api;
+        self
     }
 }
 
@@ -88,6 +110,29 @@ pub fn extend(prefix: HistoryFp, text: &str, calls: &[ToolCall]) -> HistoryFp {
     prefix.chain(&unit)
 }
 
+/// For each history unit of [`prefixes`], the number of messages it ends after.
+pub fn unit_ends(messages: &[Message]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut in_assistant = false;
+    for (i, message) in messages.iter().enumerate() {
+        match message {
+            Message::Assistant { .. } => in_assistant = true,
+            Message::User { .. } | Message::ToolResult(_) => {
+                if in_assistant {
+                    ends.push(i);
+                    in_assistant = false;
+                }
+                ends.push(i + 1);
+            }
+            _ => {}
+        }
+    }
+    if in_assistant {
+        ends.push(messages.len());
+    }
+    ends
+}
+
 fn root(scope: &Scope, system_prompt: &str) -> HistoryFp {
     let mut unit = Vec::new();
     field(&mut unit, scope.namespace.as_bytes());
@@ -97,6 +142,9 @@ fn root(scope: &Scope, system_prompt: &str) -> HistoryFp {
             field(&mut unit, hint.as_bytes());
         }
         None => unit.push(0),
+    }
+    if scope.api == Api::Anthropic {
+        unit.push(b'A');
     }
     field(&mut unit, system_prompt.as_bytes());
     HistoryFp([0; 16]).chain(&unit)
@@ -275,6 +323,23 @@ mod tests {
         let fps = prefixes(&scope(), &echoed);
         assert_eq!(fps.len(), 3);
         assert_eq!(fps[1], answered);
+    }
+
+    #[test]
+    fn unit_ends_follow_the_units_prefixes_counts() {
+        let messages = vec![
+            Message::user_text("u"),
+            Message::assistant_text("a"),
+            Message::assistant_tool_calls(vec![ToolCall::new("c", "t", json!({}))]),
+            Message::ToolResult(ToolResult::text("c", "t", "r", false)),
+            Message::assistant_text("done"),
+        ];
+        let ends = unit_ends(&messages);
+        assert_eq!(ends, vec![1, 3, 4, 5]);
+        assert_eq!(
+            ends.len(),
+            prefixes(&scope(), &conversation(messages)).len()
+        );
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub(crate) struct Clip {
     max_bytes: Option<usize>,
     text: String,
     sent: usize,
+    /// The stop sequence that ended the reply, once one did.
+    matched: Option<usize>,
 }
 
 impl Clip {
@@ -51,23 +53,34 @@ impl Clip {
     pub(crate) fn reset(&mut self) {
         self.text.clear();
         self.sent = 0;
+        self.matched = None;
+    }
+
+    /// The stop sequence that ended the reply, if one did.
+    pub(crate) fn matched(&self) -> Option<&str> {
+        self.matched.map(|i| self.stops[i].as_str())
     }
 
     /// Takes one delta: the text that may go out now, and the cut if the reply ends here.
     pub(crate) fn push(&mut self, delta: &str) -> (String, Option<Cut>) {
         self.text.push_str(delta);
-        let stop_at = self
+        let first = self
             .stops
             .iter()
-            .filter_map(|s| self.text.find(s.as_str()))
+            .enumerate()
+            .filter_map(|(i, s)| self.text.find(s.as_str()).map(|at| (at, i)))
             .min();
+        let stop_at = first.map(|(at, _)| at);
         let over = self
             .max_bytes
             .filter(|max| self.text.len() > *max)
             .map(|max| floor_boundary(&self.text, max));
         let (end, cut) = match (stop_at, over) {
             (Some(at), Some(max)) if at > max => (max, Some(Cut::Length)),
-            (Some(at), _) => (at, Some(Cut::Stop)),
+            (Some(at), _) => {
+                self.matched = first.map(|(_, i)| i);
+                (at, Some(Cut::Stop))
+            }
             (None, Some(max)) => (max, Some(Cut::Length)),
             (None, None) => {
                 let hold = self.stops.iter().map(String::len).max().unwrap_or(1) - 1;

@@ -11,6 +11,8 @@
 //!
 //! See `docs/OPENAI-GATEWAY.md` for the endpoints, the limits and how to point clients at it.
 
+mod anthropic;
+mod anthropic_serve;
 mod app;
 mod chat;
 mod chat_serve;
@@ -24,10 +26,12 @@ mod honour;
 mod keys;
 mod limits;
 mod metrics;
+mod models;
 mod outlet;
 mod responses;
 mod run;
 mod serve;
+mod signature;
 mod stored;
 mod wire;
 

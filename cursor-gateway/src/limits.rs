@@ -31,6 +31,9 @@ pub struct Limits {
     /// On SIGTERM or Ctrl-C, how long running turns may finish before they are cancelled
     /// (`--shutdown-grace`).
     pub shutdown_grace: Duration,
+    /// A streamed Anthropic answer sends a `ping` event after this long without output
+    /// (`--ping-interval`); Claude Code kills a stream that stays silent.
+    pub ping_interval: Duration,
 }
 
 impl Limits {
@@ -45,6 +48,7 @@ impl Limits {
         max_body_bytes: 32 * 1024 * 1024,
         tool_round: Duration::from_secs(300),
         shutdown_grace: Duration::from_secs(30),
+        ping_interval: Duration::from_secs(5),
     };
 }
 

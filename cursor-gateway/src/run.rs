@@ -188,7 +188,8 @@ async fn run(options: Options) -> Result<(), GatewayError> {
         cursor_agent::file_uri::from_path(&workspace),
     )
     .with_keys(options.keys.clone())
-    .with_limits(options.limits);
+    .with_limits(options.limits)
+    .with_model_aliases(options.model_aliases.clone());
     let gateway = Gateway::new(config);
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
