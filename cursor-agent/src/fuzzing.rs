@@ -210,6 +210,20 @@ pub fn handle_file(data: &[u8]) {
     }
 }
 
+/// Fuzz target `read_footer`: `data` (lossy UTF-8) as a read tool's text, through the parser
+/// of a host's trailing truncation note. Must never panic; the content it keeps is a prefix of
+/// the text, and a total it states is never negative.
+pub fn read_footer(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Some((content, total)) = crate::translate::read_footer(&text) {
+        assert!(
+            text.starts_with(&content),
+            "the content is not the text's head"
+        );
+        assert!(total.is_none_or(|t| t >= 0), "a negative total: {total:?}");
+    }
+}
+
 /// Decodes `data` as one server frame with the hot-path decoder and with prost, and panics if
 /// the hot path accepts a frame prost refuses or decodes it to a different message.
 pub fn hot_decoder(data: &[u8]) {
