@@ -387,6 +387,27 @@ async fn a_fault_after_a_visible_event_is_not_retried() {
     assert_eq!(replica.runs().len(), 1);
 }
 
+/// Never after an exec audit either: the host already received the `Exec` record of a
+/// `request_context` the Run answered, so a fault after it fails the turn instead of opening
+/// the Run again and handing the host the same audit twice.
+#[tokio::test]
+async fn a_fault_after_an_exec_audit_is_not_retried() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::FramesThenFault(Vec::new(), Fault::ResetStream));
+    replica.script(Script::FramesThenFault(Vec::new(), Fault::ResetStream));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    let audits: Vec<&ExecArm> = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Exec(audit) => Some(&audit.arm),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(audits, [&ExecArm::RequestContext], "{events:?}");
+    assert_eq!(error_of(&events).kind, ErrorKind::Network);
+    assert_eq!(replica.runs().len(), 1);
+}
+
 /// A session keeping its handles in `dir`, with a short first-frame watchdog so a stalled Run
 /// fails within the test instead of after 30 s.
 fn durable_session(replica: &ReplicaServer, dir: &std::path::Path) -> AgentSession {

@@ -76,7 +76,8 @@ struct Ctx {
     /// One transparent retry of a network failure before the host saw anything.
     network_retry_left: bool,
     rebuild_left: bool,
-    /// An event of this turn reached the host (a Run that streamed is never replayed).
+    /// An event of a Run of this turn reached the host, of any kind (a Run that streamed is
+    /// never replayed).
     streamed: bool,
 }
 
@@ -380,9 +381,9 @@ impl State {
                 Some(AgentEvent::Ir(Event::ToolCall(call)))
             }
             other => {
-                if matches!(other, AgentEvent::Ir(_)) {
-                    self.ctx.streamed = true;
-                }
+                // Whatever the host receives (an exec audit and a checkpoint too, not only
+                // text) ends the retry window: a retried Run would hand it out again.
+                self.ctx.streamed = true;
                 self.step = Step::Stream(live);
                 Some(other)
             }

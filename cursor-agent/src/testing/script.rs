@@ -38,7 +38,8 @@ pub enum Script {
     FaultBeforeFirstFrame(Fault),
     /// Send these frames after the run request, then a `request_context` exec whose answer
     /// proves the client read them, then break the transport this way (a fault after the host
-    /// has seen something, which must not be retried).
+    /// has seen something, which must not be retried). With no frames, that exec's audit is
+    /// all the host saw.
     FramesThenFault(Vec<AgentServerMessage>, Fault),
 }
 
