@@ -349,7 +349,8 @@ pub struct Limits {
     /// Bytes one blob may hold (15 MiB: a blob goes back in one frame, with room for its
     /// envelope below the transport's 16 MiB frame limit).
     pub max_blob_len: usize,
-    /// Bytes one live image of the current turn may hold (15 MiB, for the same reason).
+    /// Bytes one live image of the current turn may hold, and the images of one tool result
+    /// together (15 MiB, for the same reason).
     pub max_image_len: usize,
     /// UTF-8 bytes of tool-result text sent back in one `mcp_result` (512 KiB).
     pub max_tool_result_bytes: usize,
@@ -391,8 +392,8 @@ pub const FRAME_OVERHEAD: usize = 64 << 10;
 
 impl Limits {
     /// Checks that what the caps admit can be sent: a blob or an image of the largest allowed
-    /// size, plus [`FRAME_OVERHEAD`], fits the transport's frame limit, and a tool result's
-    /// cap is below it too.
+    /// size, plus [`FRAME_OVERHEAD`], fits the transport's frame limit, and so does a tool
+    /// result's capped text beside its images.
     ///
     /// # Errors
     ///
@@ -411,6 +412,15 @@ impl Limits {
                 )));
             }
         }
+        let result = self
+            .max_tool_result_bytes
+            .saturating_add(self.max_image_len);
+        if result.saturating_add(FRAME_OVERHEAD) > frame {
+            return Err(crate::AgentError::Config(format!(
+                "limits max_tool_result_bytes and max_image_len ({result} bytes together) leave no room for a tool result's frame: at most {} bytes fit the {frame}-byte frame limit",
+                frame - FRAME_OVERHEAD
+            )));
+        }
         Ok(())
     }
 }
@@ -428,6 +438,26 @@ mod tests {
         };
         let error = too_big.validate().unwrap_err().to_string();
         assert!(error.contains("max_blob_len"), "{error}");
+    }
+
+    #[test]
+    fn a_tool_results_text_and_images_must_fit_one_frame_together() {
+        let half = (cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE - FRAME_OVERHEAD) / 2;
+        let fits = Limits {
+            max_image_len: half,
+            max_tool_result_bytes: half,
+            ..Limits::default()
+        };
+        fits.validate().unwrap();
+        let too_big = Limits {
+            max_tool_result_bytes: half + 1,
+            ..fits
+        };
+        let error = too_big.validate().unwrap_err().to_string();
+        assert!(
+            error.contains("max_tool_result_bytes and max_image_len"),
+            "{error}"
+        );
     }
 
     fn timers(edit: impl FnOnce(&mut Timers)) -> Result<(), String> {
