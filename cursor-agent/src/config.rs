@@ -147,15 +147,15 @@ pub struct HostProfile {
     /// tool calls and results ride in the root prompt, and this asks the model to go on.
     pub continuation_prompt: String,
     /// The built-in Cursor tools the backend may offer the model, sent as
-    /// `x-cursor-agent-allowed-tools` on every Run (field-reports §3): by default only the MCP
-    /// group ([`MCP_TOOL_GROUP`]), through which the host's own tools are called. `None` sends
-    /// no header. Defence in depth only: whatever the backend does with it, every native exec
+    /// `x-cursor-agent-allowed-tools` on every Run (docs/PROTOCOL-AGENT.md §12.3): by default only
+    /// the MCP group ([`MCP_TOOL_GROUP`]), through which the host's own tools are called. `None`
+    /// sends no header. Defence in depth only: whatever the backend does with it, every native exec
     /// that still arrives is translated, refused or thrown.
     pub allowed_tools: Option<Vec<String>>,
 }
 
 /// The `ToolCall` arms of Cursor's MCP group (the first-party SDK's `mcp` group,
-/// field-reports §3): calls of MCP tools and the meta tools that list and read them.
+/// docs/PROTOCOL-AGENT.md §12.3): calls of MCP tools and the meta tools that list and read them.
 pub const MCP_TOOL_GROUP: [&str; 5] = [
     "mcp_tool_call",
     "get_mcp_tools_tool_call",
@@ -164,7 +164,7 @@ pub const MCP_TOOL_GROUP: [&str; 5] = [
     "mcp_auth_tool_call",
 ];
 
-/// The header that restricts the backend's built-in tools (field-reports §3).
+/// The header that restricts the backend's built-in tools (docs/PROTOCOL-AGENT.md §12.3).
 pub const ALLOWED_TOOLS_HEADER: &str = "x-cursor-agent-allowed-tools";
 
 impl HostProfile {
@@ -366,7 +366,7 @@ pub struct Limits {
     pub max_deferred_events: usize,
     /// User turns a rebuilt root prompt replays message by message (20); older turns are
     /// folded into one archive blob, so the server fetches a bounded number of blobs whatever
-    /// the conversation's length (field-reports §5). 0 archives the whole history.
+    /// the conversation's length (docs/PROTOCOL-AGENT.md §10, §12.5). 0 archives the whole history.
     pub archive_after_turns: usize,
 }
 

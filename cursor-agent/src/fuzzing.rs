@@ -176,10 +176,10 @@ fn arm_tag(bytes: &[u8], not_arms: &[u32]) -> Option<u32> {
         .find(|tag| !not_arms.contains(tag))
 }
 
-/// The `ExecClientMessage` arm that answers the `ExecServerMessage` arm `request`: the same
-/// field number, except the arms 45–51, whose results sit one number higher (results
-/// 46–52), and 52 `mini_swe_agent_bash_args`, answered at 55 (field-reports §2). Read from the
-/// schema, not from the policy code, so the oracle cannot share its bugs.
+/// The `ExecClientMessage` arm that answers the `ExecServerMessage` arm `request`: the same field
+/// number, except the arms 45–51, whose results sit one number higher (results 46–52), and 52
+/// `mini_swe_agent_bash_args`, answered at 55 (docs/PROTOCOL-AGENT.md §5.6). Read from the schema,
+/// not from the policy code, so the oracle cannot share its bugs.
 fn reply_tag_for(request: u32) -> u32 {
     match request {
         45..=51 => request + 1,

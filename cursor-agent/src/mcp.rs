@@ -11,7 +11,7 @@ use crate::json_value;
 use crate::{HostProfile, Limits};
 
 /// The host's tools as the run request's MCP catalog. Each schema rides twice: as a protobuf
-/// `Value` and as JSON text, the newer servers' alternative (field-reports §1).
+/// `Value` and as JSON text, the newer servers' alternative (docs/PROTOCOL-AGENT.md §12.1).
 pub(crate) fn definitions(tools: &[Tool], provider: &str) -> Vec<McpToolDefinition> {
     tools
         .iter()
@@ -26,10 +26,10 @@ pub(crate) fn definitions(tools: &[Tool], provider: &str) -> Vec<McpToolDefiniti
         .collect()
 }
 
-/// The answer to `mcp_state_exec_args` (field-reports §1): one server, the host's projection,
-/// listing exactly the tools the run advertised. `server_identifiers` narrows the answer to the
-/// servers named (none named means all); `kick_only` asks only for a refresh, which a host
-/// projection has nothing to do for, so it is acknowledged with no servers. Also returns how
+/// The answer to `mcp_state_exec_args` (docs/PROTOCOL-AGENT.md §5.5): one server, the host's
+/// projection, listing exactly the tools the run advertised. `server_identifiers` narrows the
+/// answer to the servers named (none named means all); `kick_only` asks only for a refresh, which a
+/// host projection has nothing to do for, so it is acknowledged with no servers. Also returns how
 /// many servers and tools the answer lists, for the audit record.
 pub(crate) fn state(
     args: &wire::McpStateExecArgs,

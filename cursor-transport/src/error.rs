@@ -87,7 +87,8 @@ impl Refusal {
 pub enum CursorError {
     /// The server answered with a Connect error: an end-of-stream error, a unary error body, or
     /// a non-200 HTTP status (whose code then follows the Connect HTTP table).
-    #[error("server error {error}{}", http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    #[error("server error {error}{}", http_status.map(|s| format!(" (HTTP
+    #{s})")).unwrap_or_default())]
     Connect {
         /// The error as the server sent it.
         error: Box<ConnectError>,
@@ -297,7 +298,7 @@ fn classify(error: &ConnectError, http_status: Option<u16>) -> (ErrorKind, Optio
     }
     match error.code {
         // Cursor sends rate limits and used-up quotas alike as an end-of-stream
-        // `resource_exhausted` after a 200 (field-reports §5): the account's budget, whatever
+        // `resource_exhausted` after a 200 (docs/PROTOCOL.md §2.2): the account's budget, whatever
         // the wording, unless the words say version floor or entitlement.
         Code::ResourceExhausted => (
             ErrorKind::RemoteRefusal,
@@ -401,7 +402,7 @@ mod tests {
             "You have hit your usage limit",
             None,
         );
-        // Rate limits arrive as resource_exhausted too (field-reports §5): the quota's.
+        // Rate limits arrive as resource_exhausted too (docs/PROTOCOL.md §2.2): the quota's.
         let rate = remote(Code::ResourceExhausted, "Rate limit exceeded", None);
         let vague = remote(Code::ResourceExhausted, "exhausted", None);
         let entitlement = remote(

@@ -489,11 +489,11 @@ impl State {
         self.start().await
     }
 
-    /// A transport failure (refused, reset, GOAWAY, stream reset) before the host saw any
-    /// event of the turn: the Run is opened once more, planned afresh, exactly as the 401
-    /// replay does (field-reports §5: retrying is safe only before the first byte the user
-    /// saw). Timeouts and clean early ends are not retried: waiting again would double the
-    /// wait, and a backend that ends a stream on purpose ends the next one too.
+    /// A transport failure (refused, reset, GOAWAY, stream reset) before the host saw any event of
+    /// the turn: the Run is opened once more, planned afresh, exactly as the 401 replay does
+    /// (docs/PROTOCOL-AGENT.md §9, §12.5: retrying is safe only before the first byte the user
+    /// saw). Timeouts and clean early ends are not retried: waiting again would double the wait,
+    /// and a backend that ends a stream on purpose ends the next one too.
     fn may_retry_network(&self, failure: Option<&AgentError>) -> bool {
         self.ctx.network_retry_left
             && !self.ctx.streamed

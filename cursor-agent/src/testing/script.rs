@@ -31,7 +31,7 @@ pub enum Script {
     StaleAfterTools,
     /// After the run request, end the stream the way Cursor reports a rate limit or a used-up
     /// quota: HTTP 200, then an end-of-stream `resource_exhausted` with this message
-    /// (field-reports §5).
+    /// (docs/PROTOCOL-AGENT.md §12.5).
     ResourceExhausted(String),
     /// After the run request and before any frame, break the transport this way (the faults
     /// a client may retry once, transparently, because its host saw nothing yet).
