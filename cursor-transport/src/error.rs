@@ -87,8 +87,7 @@ impl Refusal {
 pub enum CursorError {
     /// The server answered with a Connect error: an end-of-stream error, a unary error body, or
     /// a non-200 HTTP status (whose code then follows the Connect HTTP table).
-    #[error("server error {error}{}", http_status.map(|s| format!(" (HTTP
-    #{s})")).unwrap_or_default())]
+    #[error("server error {error}{}", http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
     Connect {
         /// The error as the server sent it.
         error: Box<ConnectError>,
@@ -298,8 +297,8 @@ fn classify(error: &ConnectError, http_status: Option<u16>) -> (ErrorKind, Optio
     }
     match error.code {
         // Cursor sends rate limits and used-up quotas alike as an end-of-stream
-        // `resource_exhausted` after a 200 (docs/PROTOCOL.md §2.2): the account's budget, whatever
-        // the wording, unless the words say version floor or entitlement.
+        // `resource_exhausted` after a 200 (docs/PROTOCOL.md §2.2): the account's budget,
+        // whatever the wording, unless the words say version floor or entitlement.
         Code::ResourceExhausted => (
             ErrorKind::RemoteRefusal,
             Some(match refusal_text {

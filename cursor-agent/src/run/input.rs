@@ -106,17 +106,20 @@ impl AgentRun {
     /// `handle_end_of_stream` with how it ended (a no-op after the end-of-stream frame).
     ///
     /// ```
-    /// # use cursor_agent::{AgentRun, RunConfig, IdSeed}; # use cursor_proto::ir::{Conversation,
-    /// Message}; use cursor_transport::envelope::{Compression, Encoder}; # let now =
-    /// std::time::Instant::now(); # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1;
-    /// 16])); # let conversation = Conversation::new("c").with_message(Message::user_text("hi"));
-    /// let mut run = AgentRun::new(config, &conversation, now)?; // interaction_update.text_delta
-    /// "hi", enveloped, arriving in two pieces. let wire =
-    /// Encoder::new(Compression::Identity).encode_to_bytes(&[0x0a, 6, 0x0a, 4, 0x0a, 2, b'h',
-    /// b'i'])?; run.handle_server_data(wire.slice(..3), now);
-    /// run.handle_server_data(wire.slice(3..), now); let texts: Vec<_> = std::iter::from_fn(||
-    /// run.poll_event()).collect(); assert!(format!("{texts:?}").contains("TextDelta { text: \"hi\"
-    /// }")); # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # use cursor_agent::{AgentRun, RunConfig, IdSeed};
+    /// # use cursor_proto::ir::{Conversation, Message};
+    /// use cursor_transport::envelope::{Compression, Encoder};
+    /// # let now = std::time::Instant::now();
+    /// # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1; 16]));
+    /// # let conversation = Conversation::new("c").with_message(Message::user_text("hi"));
+    /// let mut run = AgentRun::new(config, &conversation, now)?;
+    /// // interaction_update.text_delta "hi", enveloped, arriving in two pieces.
+    /// let wire = Encoder::new(Compression::Identity).encode_to_bytes(&[0x0a, 6, 0x0a, 4, 0x0a, 2, b'h', b'i'])?;
+    /// run.handle_server_data(wire.slice(..3), now);
+    /// run.handle_server_data(wire.slice(3..), now);
+    /// let texts: Vec<_> = std::iter::from_fn(|| run.poll_event()).collect();
+    /// assert!(format!("{texts:?}").contains("TextDelta { text: \"hi\" }"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn handle_server_data(&mut self, data: Bytes, now: Instant) {
         if self.phase == Phase::Finished || !self.admit(Input::Data) {
