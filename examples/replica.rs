@@ -26,7 +26,9 @@
 //!   answer with N one-word text deltas sent back to back, then end the turn (for latency
 //!   measurements); `resource-exhausted MESSAGE` answers HTTP 200 with a `resource_exhausted`
 //!   Connect error, as Cursor refuses a spent quota; `fault reset|close|goaway` breaks the
-//!   Run's stream (or connection) before its first frame.
+//!   Run's stream (or connection) before its first frame; `fault-after-exec reset|close|goaway`
+//!   breaks it after one `request_context` exec the client answered (its audit is the only
+//!   thing the host saw, so the client must not retry).
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -362,18 +364,22 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
     let script = match body.trim().split_once(' ') {
         None if body.trim() == "silent" => Script::Silent,
         Some(("resource-exhausted", message)) => Script::ResourceExhausted(message.trim().into()),
-        Some(("fault", kind)) => match kind.trim() {
-            "reset" => Script::FaultBeforeFirstFrame(Fault::ResetStream),
-            "close" => Script::FaultBeforeFirstFrame(Fault::CloseConnection),
-            "goaway" => Script::FaultBeforeFirstFrame(Fault::GoawayWithError),
-            _ => {
-                return error(
-                    400,
-                    Code::InvalidArgument,
-                    "fault takes reset, close or goaway",
-                );
+        Some((verb @ ("fault" | "fault-after-exec"), kind)) => {
+            let fault = match kind.trim() {
+                "reset" => Fault::ResetStream,
+                "close" => Fault::CloseConnection,
+                "goaway" => Fault::GoawayWithError,
+                _ => {
+                    let message = format!("{verb} takes reset, close or goaway");
+                    return error(400, Code::InvalidArgument, &message);
+                }
+            };
+            if verb == "fault" {
+                Script::FaultBeforeFirstFrame(fault)
+            } else {
+                Script::FramesThenFault(Vec::new(), fault)
             }
-        },
+        }
         Some(("text", n)) => match n.trim().parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => Script::Frames(text_frames(n)),
             _ => {
@@ -386,7 +392,7 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
         },
         _ => {
             let known = "unknown script (known: `silent`, `text N`, `resource-exhausted MESSAGE`, \
-                         `fault reset|close|goaway`)";
+                         `fault reset|close|goaway`, `fault-after-exec reset|close|goaway`)";
             return error(400, Code::InvalidArgument, known);
         }
     };

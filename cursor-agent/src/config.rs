@@ -147,15 +147,15 @@ pub struct HostProfile {
     /// tool calls and results ride in the root prompt, and this asks the model to go on.
     pub continuation_prompt: String,
     /// The built-in Cursor tools the backend may offer the model, sent as
-    /// `x-cursor-agent-allowed-tools` on every Run (field-reports §3): by default only the MCP
-    /// group ([`MCP_TOOL_GROUP`]), through which the host's own tools are called. `None` sends
-    /// no header. Defence in depth only: whatever the backend does with it, every native exec
+    /// `x-cursor-agent-allowed-tools` on every Run (docs/PROTOCOL-AGENT.md §12.3): by default only
+    /// the MCP group ([`MCP_TOOL_GROUP`]), through which the host's own tools are called. `None`
+    /// sends no header. Defence in depth only: whatever the backend does with it, every native exec
     /// that still arrives is translated, refused or thrown.
     pub allowed_tools: Option<Vec<String>>,
 }
 
 /// The `ToolCall` arms of Cursor's MCP group (the first-party SDK's `mcp` group,
-/// field-reports §3): calls of MCP tools and the meta tools that list and read them.
+/// docs/PROTOCOL-AGENT.md §12.3): calls of MCP tools and the meta tools that list and read them.
 pub const MCP_TOOL_GROUP: [&str; 5] = [
     "mcp_tool_call",
     "get_mcp_tools_tool_call",
@@ -164,7 +164,7 @@ pub const MCP_TOOL_GROUP: [&str; 5] = [
     "mcp_auth_tool_call",
 ];
 
-/// The header that restricts the backend's built-in tools (field-reports §3).
+/// The header that restricts the backend's built-in tools (docs/PROTOCOL-AGENT.md §12.3).
 pub const ALLOWED_TOOLS_HEADER: &str = "x-cursor-agent-allowed-tools";
 
 impl HostProfile {
@@ -349,7 +349,8 @@ pub struct Limits {
     /// Bytes one blob may hold (15 MiB: a blob goes back in one frame, with room for its
     /// envelope below the transport's 16 MiB frame limit).
     pub max_blob_len: usize,
-    /// Bytes one live image of the current turn may hold (15 MiB, for the same reason).
+    /// Bytes one live image of the current turn may hold, and the images of one tool result
+    /// together (15 MiB, for the same reason).
     pub max_image_len: usize,
     /// UTF-8 bytes of tool-result text sent back in one `mcp_result` (512 KiB).
     pub max_tool_result_bytes: usize,
@@ -365,7 +366,7 @@ pub struct Limits {
     pub max_deferred_events: usize,
     /// User turns a rebuilt root prompt replays message by message (20); older turns are
     /// folded into one archive blob, so the server fetches a bounded number of blobs whatever
-    /// the conversation's length (field-reports §5). 0 archives the whole history.
+    /// the conversation's length (docs/PROTOCOL-AGENT.md §10, §12.5). 0 archives the whole history.
     pub archive_after_turns: usize,
 }
 
@@ -391,8 +392,8 @@ pub const FRAME_OVERHEAD: usize = 64 << 10;
 
 impl Limits {
     /// Checks that what the caps admit can be sent: a blob or an image of the largest allowed
-    /// size, plus [`FRAME_OVERHEAD`], fits the transport's frame limit, and a tool result's
-    /// cap is below it too.
+    /// size, plus [`FRAME_OVERHEAD`], fits the transport's frame limit, and so does a tool
+    /// result's capped text beside its images.
     ///
     /// # Errors
     ///
@@ -411,6 +412,15 @@ impl Limits {
                 )));
             }
         }
+        let result = self
+            .max_tool_result_bytes
+            .saturating_add(self.max_image_len);
+        if result.saturating_add(FRAME_OVERHEAD) > frame {
+            return Err(crate::AgentError::Config(format!(
+                "limits max_tool_result_bytes and max_image_len ({result} bytes together) leave no room for a tool result's frame: at most {} bytes fit the {frame}-byte frame limit",
+                frame - FRAME_OVERHEAD
+            )));
+        }
         Ok(())
     }
 }
@@ -428,6 +438,26 @@ mod tests {
         };
         let error = too_big.validate().unwrap_err().to_string();
         assert!(error.contains("max_blob_len"), "{error}");
+    }
+
+    #[test]
+    fn a_tool_results_text_and_images_must_fit_one_frame_together() {
+        let half = (cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE - FRAME_OVERHEAD) / 2;
+        let fits = Limits {
+            max_image_len: half,
+            max_tool_result_bytes: half,
+            ..Limits::default()
+        };
+        fits.validate().unwrap();
+        let too_big = Limits {
+            max_tool_result_bytes: half + 1,
+            ..fits
+        };
+        let error = too_big.validate().unwrap_err().to_string();
+        assert!(
+            error.contains("max_tool_result_bytes and max_image_len"),
+            "{error}"
+        );
     }
 
     fn timers(edit: impl FnOnce(&mut Timers)) -> Result<(), String> {

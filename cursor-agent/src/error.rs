@@ -47,12 +47,13 @@ pub enum AgentError {
         /// The blob id as lower-case hex.
         id_hex: String,
     },
-    /// A resumed run's blob is gone: the remote handle is stale and the conversation must be
-    /// rebuilt from the transcript (see [`RunConfig::resume`](crate::RunConfig::resume)).
-    #[error("resume is stale: Cursor asked for blob {id_hex}, which is no longer stored")]
+    /// What a resumed run relies on is gone on Cursor's side (a blob, or the conversation): the
+    /// remote handle is stale and the conversation must be rebuilt from the transcript (see
+    /// [`RunConfig::resume`](crate::RunConfig::resume)).
+    #[error("resume is stale: {missing}")]
     StaleResume {
-        /// The blob id as lower-case hex.
-        id_hex: String,
+        /// What Cursor no longer has.
+        missing: RemoteMissing,
     },
     /// A blob is larger than the per-blob cap.
     #[error("blob of {len} bytes exceeds the {max}-byte cap")]
@@ -120,6 +121,26 @@ pub enum AgentError {
     /// This crate broke one of its own rules (a bug: please report it).
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// What a stale resume found missing on Cursor's side ([`AgentError::StaleResume`]).
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteMissing {
+    /// Cursor asked for a blob of the resumed conversation that is no longer stored.
+    #[error("Cursor asked for blob {id_hex}, which is no longer stored")]
+    Blob {
+        /// The blob id as lower-case hex.
+        id_hex: String,
+    },
+    /// Cursor answered `not_found` for the conversation itself.
+    #[error("Cursor no longer has conversation {conversation_id} ({message})")]
+    Conversation {
+        /// The remote conversation id the run resumed.
+        conversation_id: String,
+        /// The server's words.
+        message: String,
+    },
 }
 
 impl AgentError {
@@ -317,12 +338,20 @@ mod tests {
 
     #[test]
     fn stale_resume_is_distinguishable_from_a_miss() {
-        assert!(
-            AgentError::StaleResume {
-                id_hex: "ab".into()
-            }
-            .is_stale_resume()
-        );
+        for missing in [
+            RemoteMissing::Blob {
+                id_hex: "ab".into(),
+            },
+            RemoteMissing::Conversation {
+                conversation_id: "c-1".into(),
+                message: "gone".into(),
+            },
+        ] {
+            let stale = AgentError::StaleResume { missing };
+            assert!(stale.is_stale_resume());
+            assert_eq!(stale.kind(), ErrorKind::Local);
+            assert!(matches!(stale.next_step(), NextStep::HostBug { .. }));
+        }
         assert!(
             !AgentError::BlobMiss {
                 id_hex: "ab".into()

@@ -176,10 +176,10 @@ fn arm_tag(bytes: &[u8], not_arms: &[u32]) -> Option<u32> {
         .find(|tag| !not_arms.contains(tag))
 }
 
-/// The `ExecClientMessage` arm that answers the `ExecServerMessage` arm `request`: the same
-/// field number, except the arms 45–51, whose results sit one number higher (results
-/// 46–52), and 52 `mini_swe_agent_bash_args`, answered at 55 (field-reports §2). Read from the
-/// schema, not from the policy code, so the oracle cannot share its bugs.
+/// The `ExecClientMessage` arm that answers the `ExecServerMessage` arm `request`: the same field
+/// number, except the arms 45–51, whose results sit one number higher (results 46–52), and 52
+/// `mini_swe_agent_bash_args`, answered at 55 (docs/PROTOCOL-AGENT.md §5.6). Read from the schema,
+/// not from the policy code, so the oracle cannot share its bugs.
 fn reply_tag_for(request: u32) -> u32 {
     match request {
         45..=51 => request + 1,
@@ -207,6 +207,20 @@ pub fn handle_file(data: &[u8]) {
             again.as_ref().is_ok_and(|again| *again == handle),
             "a handle does not round-trip: {again:?}"
         );
+    }
+}
+
+/// Fuzz target `read_footer`: `data` (lossy UTF-8) as a read tool's text, through the parser
+/// of a host's trailing truncation note. Must never panic; the content it keeps is a prefix of
+/// the text, and a total it states is never negative.
+pub fn read_footer(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Some((content, total)) = crate::translate::read_footer(&text) {
+        assert!(
+            text.starts_with(&content),
+            "the content is not the text's head"
+        );
+        assert!(total.is_none_or(|t| t >= 0), "a negative total: {total:?}");
     }
 }
 

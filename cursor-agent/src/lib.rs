@@ -174,7 +174,7 @@ pub use config::{
     ALLOWED_TOOLS_HEADER, FRAME_OVERHEAD, HostProfile, IdSeed, Limits, MAX_TIMER, MCP_TOOL_GROUP,
     RunConfig, Timers,
 };
-pub use error::{AgentError, StreamOutcome};
+pub use error::{AgentError, RemoteMissing, StreamOutcome};
 pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};
 pub use policy::ExecArm;
 pub use resume::{

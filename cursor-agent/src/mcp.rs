@@ -11,7 +11,7 @@ use crate::json_value;
 use crate::{HostProfile, Limits};
 
 /// The host's tools as the run request's MCP catalog. Each schema rides twice: as a protobuf
-/// `Value` and as JSON text, the newer servers' alternative (field-reports §1).
+/// `Value` and as JSON text, the newer servers' alternative (docs/PROTOCOL-AGENT.md §12.1).
 pub(crate) fn definitions(tools: &[Tool], provider: &str) -> Vec<McpToolDefinition> {
     tools
         .iter()
@@ -26,10 +26,10 @@ pub(crate) fn definitions(tools: &[Tool], provider: &str) -> Vec<McpToolDefiniti
         .collect()
 }
 
-/// The answer to `mcp_state_exec_args` (field-reports §1): one server, the host's projection,
-/// listing exactly the tools the run advertised. `server_identifiers` narrows the answer to the
-/// servers named (none named means all); `kick_only` asks only for a refresh, which a host
-/// projection has nothing to do for, so it is acknowledged with no servers. Also returns how
+/// The answer to `mcp_state_exec_args` (docs/PROTOCOL-AGENT.md §5.5): one server, the host's
+/// projection, listing exactly the tools the run advertised. `server_identifiers` narrows the
+/// answer to the servers named (none named means all); `kick_only` asks only for a refresh, which a
+/// host projection has nothing to do for, so it is acknowledged with no servers. Also returns how
 /// many servers and tools the answer lists, for the audit record.
 pub(crate) fn state(
     args: &wire::McpStateExecArgs,
@@ -98,23 +98,32 @@ pub(crate) fn not_found(name: &str, available_tools: Vec<String>) -> McpResult {
 
 /// `mcp_result.success` for a host result: one text item first (always, even if empty), then
 /// the images. Text is capped in UTF-8 bytes with a marker; an image Cursor cannot take is
-/// replaced by a note rather than dropped silently.
+/// replaced by a note rather than dropped silently. The images together hold at most
+/// [`Limits::max_image_len`](crate::Limits::max_image_len) bytes, so the reply fits one frame
+/// beside its text: those past it, in order, are left out and counted in one note.
 pub(crate) fn success(result: &ToolResult, limits: &Limits, host: &str) -> McpResult {
     let mut notes = Vec::new();
     let mut images = Vec::new();
+    let mut image_bytes = 0_usize;
+    let (mut seen, mut over, mut over_bytes) = (0_usize, 0_usize, 0_usize);
     for block in &result.content {
         if let ToolResultContent::Image(image) = block {
+            seen += 1;
+            let len = image.data.len();
             if ImageFormat::from_mime(&image.mime_type).is_none() {
                 notes.push(format!(
                     "[{host}: omitted an image of unsupported type {}]",
                     image.mime_type
                 ));
-            } else if image.data.len() > limits.max_image_len {
+            } else if len > limits.max_image_len {
                 notes.push(format!(
-                    "[{host}: omitted an image of {} bytes (over the cap)]",
-                    image.data.len()
+                    "[{host}: omitted an image of {len} bytes (over the cap)]"
                 ));
+            } else if image_bytes.saturating_add(len) > limits.max_image_len {
+                over += 1;
+                over_bytes = over_bytes.saturating_add(len);
             } else {
+                image_bytes += len;
                 images.push(wire::McpToolResultContentItem {
                     content: Some(Content::Image(wire::McpImageContent {
                         data: image.data.clone(),
@@ -123,6 +132,12 @@ pub(crate) fn success(result: &ToolResult, limits: &Limits, host: &str) -> McpRe
                 });
             }
         }
+    }
+    if over > 0 {
+        notes.push(format!(
+            "[{host}: omitted {over} of {seen} images ({over_bytes} bytes): one tool result carries at most {} bytes of images]",
+            limits.max_image_len
+        ));
     }
     let mut text = cap_bytes(&result.joined_text(), limits.max_tool_result_bytes, host);
     for note in notes {
@@ -261,6 +276,39 @@ mod tests {
             }))
         );
         assert!(matches!(&success.content[1].content, Some(Content::Image(i)) if i.data == [1, 2]));
+    }
+
+    #[test]
+    fn images_past_the_per_result_total_are_left_out_with_a_marker_and_the_reply_fits_a_frame() {
+        // Each image is under the per-image cap; together they are over the frame limit.
+        let limits = Limits::default();
+        let each = limits.max_image_len - 1024;
+        let mut result = ToolResult::text("c", "shot", "two shots", false);
+        for byte in [1, 2, 3] {
+            result.content.push(ToolResultContent::Image(Image::new(
+                "image/png",
+                vec![byte; each],
+            )));
+        }
+        let encoded = success(&result, &limits, "acme");
+        let frame = cursor_transport::envelope::DEFAULT_MAX_MESSAGE_SIZE;
+        assert!(prost::Message::encoded_len(&encoded) + crate::FRAME_OVERHEAD <= frame);
+        let Some(mcp_result::Result::Success(success)) = encoded.result else {
+            panic!()
+        };
+        assert_eq!(success.content.len(), 2, "the text and the first image");
+        assert!(matches!(&success.content[1].content, Some(Content::Image(i)) if i.data[0] == 1));
+        let Some(Content::Text(text)) = &success.content[0].content else {
+            panic!()
+        };
+        let total = limits.max_image_len;
+        assert_eq!(
+            text.text,
+            format!(
+                "two shots\n[acme: omitted 2 of 3 images ({} bytes): one tool result carries at most {total} bytes of images]",
+                2 * each
+            )
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(crate) fn history_of(messages: &[Message]) -> &[Message] {
 /// The root prompt messages: rules, then the history. Turns older than the last
 /// [`Limits::archive_after_turns`](crate::Limits::archive_after_turns) user turns are folded
 /// into one archive message, so a rebuild makes the server fetch a bounded number of blobs
-/// however long the conversation grew (field-reports §5).
+/// however long the conversation grew (docs/PROTOCOL-AGENT.md §10, §12.5).
 pub(crate) fn messages(
     conversation: &Conversation,
     history: &[Message],

@@ -170,7 +170,7 @@ fn expected(arm: ExecArm, reason: String) -> Option<Reply> {
         ExecArm::ShellStream => Reply::ShellStream(w::ShellStream {
             event: Some(w::shell_stream::Event::Rejected(shell_rejected("echo hi"))),
         }),
-        // Answered at result field 55, in the shell result's shape (field-reports §2).
+        // Answered at result field 55, in the shell result's shape (docs/PROTOCOL-AGENT.md §5.6).
         ExecArm::MiniSweAgentBash => Reply::MiniSweAgentBashResult(w::ShellResult {
             result: Some(w::shell_result::Result::Rejected(shell_rejected(
                 "make test",
@@ -448,10 +448,10 @@ fn redirects_embed_the_original_command_or_path() {
     );
 }
 
-/// PROTOCOL-AGENT §11.1: the older spec table numbers 32–36 differently from the extracted schema. One
-/// fixture per disputed number, so a live capture can settle it: today 32–35 are unknown arms
+/// PROTOCOL-AGENT §11.1: the older spec table numbers 32–36 differently from the extracted schema.
+/// One fixture per disputed number, so a live capture can settle it: today 32–35 are unknown arms
 /// (thrown) and 36 is `mcp_state_exec_args`, answered with the host's MCP state
-/// (field-reports §1), never the spec's plan-mode ack.
+/// (docs/PROTOCOL-AGENT.md §5.5), never the spec's plan-mode ack.
 #[test]
 fn disputed_numbers_32_to_36_follow_the_extracted_schema() {
     for field in 32..=36u32 {
@@ -505,10 +505,10 @@ fn mcp_state(args: w::McpStateExecArgs) -> (w::McpStateSuccess, Vec<w::AgentClie
     (success, sent)
 }
 
-/// field-reports §1: a Grok model sends arm 36 before any tool use, and a client that throws
-/// it (or answers it empty) leaves the model without tools. The answer is the host's MCP
-/// projection: one server named after the host profile, listing exactly the advertised tools,
-/// each schema as a protobuf Value and as JSON text.
+/// docs/PROTOCOL-AGENT.md §12.1: a Grok model sends arm 36 before any tool use, and a client that
+/// throws it (or answers it empty) leaves the model without tools. The answer is the host's MCP
+/// projection: one server named after the host profile, listing exactly the advertised tools, each
+/// schema as a protobuf Value and as JSON text.
 #[test]
 fn mcp_state_lists_the_host_projection_with_every_advertised_tool_and_both_schemas() {
     let (success, _) = mcp_state(w::McpStateExecArgs::default());

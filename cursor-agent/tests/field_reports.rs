@@ -1,6 +1,6 @@
-//! What the live backend did from August to October 2026 (`field-reports.md`), replayed by the
-//! replica and answered through `AgentSession`'s public API: arm 36 before a Grok model's tool
-//! use, the allowed-tools header, native execs that arrive despite it.
+//! What other clients saw the live backend do from August to October 2026 (docs/PROTOCOL-AGENT.md
+//! §12), replayed by the replica and answered through `AgentSession`'s public API: arm 36 before
+//! a Grok model's tool use, the allowed-tools header, native execs that arrive despite it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -130,9 +130,9 @@ fn only_run(replica: &Replica) -> RunRecord {
     runs.into_iter().next().unwrap()
 }
 
-/// field-reports §1: since 2026-09-21 Grok models ask for the client's MCP state (exec arm 36)
-/// before any tool use and call a tool only when that state lists it. A client that throws the
-/// request leaves the model narrating without tools.
+/// docs/PROTOCOL-AGENT.md §12.1: since 2026-09-21 Grok models ask for the client's MCP state (exec
+/// arm 36) before any tool use and call a tool only when that state lists it. A client that throws
+/// the request leaves the model narrating without tools.
 #[tokio::test]
 async fn a_grok_model_calls_the_host_tool_after_the_mcp_state_lists_it() {
     let replica = Replica::start().await.unwrap();
@@ -178,8 +178,9 @@ async fn other_models_call_tools_without_asking_for_the_mcp_state() {
     assert_eq!(run.execs[0].kind, "mcp");
 }
 
-/// field-reports §3: every Run names only the MCP group in `x-cursor-agent-allowed-tools`,
-/// and a backend that honours it serves a `run:` turn through the host's command tool.
+/// docs/PROTOCOL-AGENT.md §12.3: every Run names only the MCP group in
+/// `x-cursor-agent-allowed-tools`, and a backend that honours it serves a `run:` turn through the
+/// host's command tool.
 #[tokio::test]
 async fn runs_send_the_allowed_tools_header_and_an_honouring_backend_uses_the_host_tool() {
     let replica = Replica::start().await.unwrap();
@@ -193,10 +194,10 @@ async fn runs_send_the_allowed_tools_header_and_an_honouring_backend_uses_the_ho
     assert!(text(&events).contains("ran echo hi"), "{}", text(&events));
 }
 
-/// field-reports §3: the header is defence in depth only. A backend that ignores it and sends
-/// every kind of native exec (52–56 and an unknown arm included) still gets each one
-/// translated into a host tool call, refused or thrown, never a silent or forged answer, and
-/// the turn completes.
+/// docs/PROTOCOL-AGENT.md §12.3: the header is defence in depth only. A backend that ignores it and
+/// sends every kind of native exec (52–56 and an unknown arm included) still gets each one
+/// translated into a host tool call, refused or thrown, never a silent or forged answer, and the
+/// turn completes.
 #[tokio::test]
 async fn every_native_exec_is_answered_when_the_backend_ignores_the_allowed_tools_header() {
     let replica = Replica::start().await.unwrap();
@@ -251,9 +252,9 @@ fn error_of(events: &[AgentEvent]) -> cursor_proto::ir::ErrorInfo {
     }
 }
 
-/// field-reports §5: rate limits and used-up quotas arrive as HTTP 200 and an end-of-stream
-/// `resource_exhausted`. That is a remote refusal whose next step is to wait for the quota,
-/// with the server's own words, and the turn is not retried.
+/// docs/PROTOCOL-AGENT.md §12.5: rate limits and used-up quotas arrive as HTTP 200 and an
+/// end-of-stream `resource_exhausted`. That is a remote refusal whose next step is to wait for the
+/// quota, with the server's own words, and the turn is not retried.
 #[tokio::test]
 async fn resource_exhausted_after_a_200_is_a_quota_refusal_in_the_servers_words() {
     let replica = Replica::start().await.unwrap();
@@ -273,8 +274,8 @@ async fn resource_exhausted_after_a_200_is_a_quota_refusal_in_the_servers_words(
     assert_eq!(replica.runs().len(), 1, "a refusal is never retried");
 }
 
-/// field-reports §4: a stale client version is refused the same way, asking to update; the
-/// next step says to send a newer client version, and raising it (no release needed) works.
+/// docs/PROTOCOL-AGENT.md §12.4: a stale client version is refused the same way, asking to update;
+/// the next step says to send a newer client version, and raising it (no release needed) works.
 #[tokio::test]
 async fn a_stale_client_version_is_refused_and_raising_it_in_the_identity_works() {
     let replica = Replica::start().await.unwrap();
@@ -297,7 +298,8 @@ async fn a_stale_client_version_is_refused_and_raising_it_in_the_identity_works(
     assert_eq!(replica.runs()[1].client_version, "cli-2099.02.03-abcdef1");
 }
 
-/// The default client version is the newest public CLI version string (field-reports §4).
+/// The default client version is the newest public CLI version string (docs/PROTOCOL-AGENT.md
+/// §12.4).
 #[test]
 fn the_default_client_version_is_the_newest_public_cli_version() {
     assert_eq!(DEFAULT_CLI_VERSION, "cli-2026.10.01-e373342");
@@ -387,6 +389,27 @@ async fn a_fault_after_a_visible_event_is_not_retried() {
     assert_eq!(replica.runs().len(), 1);
 }
 
+/// Never after an exec audit either: the host already received the `Exec` record of a
+/// `request_context` the Run answered, so a fault after it fails the turn instead of opening
+/// the Run again and handing the host the same audit twice.
+#[tokio::test]
+async fn a_fault_after_an_exec_audit_is_not_retried() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::FramesThenFault(Vec::new(), Fault::ResetStream));
+    replica.script(Script::FramesThenFault(Vec::new(), Fault::ResetStream));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    let audits: Vec<&ExecArm> = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Exec(audit) => Some(&audit.arm),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(audits, [&ExecArm::RequestContext], "{events:?}");
+    assert_eq!(error_of(&events).kind, ErrorKind::Network);
+    assert_eq!(replica.runs().len(), 1);
+}
+
 /// A session keeping its handles in `dir`, with a short first-frame watchdog so a stalled Run
 /// fails within the test instead of after 30 s.
 fn durable_session(replica: &ReplicaServer, dir: &std::path::Path) -> AgentSession {
@@ -430,9 +453,9 @@ async fn runs_recorded(replica: &Replica, count: usize) -> Vec<RunRecord> {
     panic!("the replica recorded {:?}", replica.runs());
 }
 
-/// field-reports §5: a tool round abandoned while the server waits for its result poisons the
-/// remote conversation: a later Run that resumes it stalls. The host's retry of the same
-/// turn (pi retries turns that failed on the network) must not resume into it.
+/// docs/PROTOCOL-AGENT.md §12.5: a tool round abandoned while the server waits for its result
+/// poisons the remote conversation: a later Run that resumes it stalls. The host's retry of the
+/// same turn (pi retries turns that failed on the network) must not resume into it.
 #[tokio::test]
 async fn a_retried_turn_after_an_abandoned_tool_round_does_not_resume_the_waiting_conversation() {
     let replica = Replica::start().await.unwrap();
@@ -487,9 +510,9 @@ async fn a_retried_turn_after_an_abandoned_tool_round_does_not_resume_the_waitin
     assert_eq!(replica.runs().last().unwrap().label, "agent-resume");
 }
 
-/// field-reports §5: a rebuild of a long history made the server fetch one blob per old turn.
-/// Turns older than the last 20 ride in one archive blob, and what they said still reaches the
-/// model.
+/// docs/PROTOCOL-AGENT.md §12.5: a rebuild of a long history made the server fetch one blob per old
+/// turn. Turns older than the last 20 ride in one archive blob, and what they said still reaches
+/// the model.
 #[tokio::test]
 async fn a_200_turn_rebuild_fetches_a_bounded_number_of_blobs_and_keeps_old_facts() {
     let replica = Replica::start().await.unwrap();

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::{Harness, config, tools};
 use cursor_agent::{
-    AgentError, BlobId, Fingerprint, Handle, HandleStore, Loaded, ResumePlanner, RunLabel,
-    StaleReason, StoreError, StreamOutcome, ToolsetKey,
+    AgentError, BlobId, Fingerprint, Handle, HandleStore, Loaded, RemoteMissing, ResumePlanner,
+    RunLabel, StaleReason, StoreError, StreamOutcome, ToolsetKey,
 };
 use cursor_proto::agent::v1::{
     self as w, AgentClientMessage, ConversationStateStructure,
@@ -288,7 +288,9 @@ fn a_blob_miss_on_resume_rebuilds_exactly_once_with_a_reset_and_a_miss_on_rebuil
     assert!(info.message.contains("resume is stale"), "{info:?}");
 
     let error = AgentError::StaleResume {
-        id_hex: "09".repeat(32),
+        missing: RemoteMissing::Blob {
+            id_hex: "09".repeat(32),
+        },
     };
     let rebuild = session.recover(&error).expect("one rebuild");
     assert_eq!(rebuild.label(), RunLabel::Rebuild);
@@ -356,6 +358,47 @@ fn a_remote_not_found_on_resume_is_stale_but_not_on_a_rebuild() {
         .handle_end_of_stream(StreamOutcome::NotFound(gone()), h.now);
     h.drain();
     assert_eq!(error_of(&mut h), gone());
+}
+
+/// A conversation the server no longer has is reported as the conversation, with its id and
+/// the server's words, not as a blob whose id is a sentence.
+#[test]
+fn a_stale_conversation_is_reported_as_the_conversation_not_as_a_blob() {
+    let handle = play_first_turn();
+    let turn = second_turn("Noted.");
+    let gone = ErrorInfo::new(
+        ErrorKind::Local,
+        "conversation not found",
+        cursor_proto::ir::NextStep::Retry,
+    );
+    let mut session = ResumePlanner::new(config());
+    let mut h = harness(
+        session
+            .plan(Some(handle.clone()), &turn)
+            .open(&turn, Instant::now())
+            .unwrap(),
+    );
+    h.run
+        .handle_end_of_stream(StreamOutcome::NotFound(gone), h.now);
+    h.drain();
+    let info = error_of(&mut h);
+    assert!(
+        info.message.contains("resume is stale")
+            && info.message.contains(&handle.conversation_id)
+            && info.message.contains("conversation not found"),
+        "{info:?}"
+    );
+    assert!(!info.message.contains("blob"), "{info:?}");
+    assert_eq!(info.kind, ErrorKind::Local);
+    assert_eq!(
+        h.run.failure(),
+        Some(&AgentError::StaleResume {
+            missing: RemoteMissing::Conversation {
+                conversation_id: handle.conversation_id,
+                message: "conversation not found".into(),
+            }
+        })
+    );
 }
 
 #[test]

@@ -110,8 +110,8 @@ fn unknown_update_arms_and_ttft_are_ignored() {
     assert!(!h.run.is_finished());
 }
 
-/// field-reports §2: InteractionUpdate 23, 26 and 27 are tolerated and change nothing, and 24
-/// `routed_model` reaches the host once per model named, as the model that served the turn.
+/// docs/PROTOCOL-AGENT.md §12.2: InteractionUpdate 23, 26 and 27 are tolerated and change nothing,
+/// and 24 `routed_model` reaches the host once per model named, as the model that served the turn.
 #[test]
 fn newer_update_arms_are_tolerated_and_the_routed_model_is_reported_once() {
     let mut h = Harness::new();

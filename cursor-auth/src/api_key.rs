@@ -1,6 +1,6 @@
 //! User API keys (`crsr_…`): the first-party headless credential, exchanged for an access token
 //! by `POST /auth/exchange_user_api_key` with `Authorization: Bearer <key>` and the body `{}`
-//! (docs/PROTOCOL.md §4.2; field reports §4).
+//! (docs/PROTOCOL.md §4.2).
 //!
 //! [`UserApiKey`] holds the key and the access token of its last exchange, in memory only:
 //! nothing here writes either anywhere, and `Debug` shows neither. The token is reused until

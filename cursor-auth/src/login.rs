@@ -59,7 +59,7 @@ pub enum LoginProgress {
     Complete(Credentials),
 }
 
-/// How the poll is asked (field reports §4: `POST` with a JSON body now, `GET` with a query
+/// How the poll is asked (docs/PROTOCOL.md §4.1: `POST` with a JSON body now, `GET` with a query
 /// before).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PollMethod {

@@ -282,3 +282,112 @@ async fn a_turn_with_an_unsupported_image_opens_no_call() {
     assert!(run.failure().is_some());
     assert_eq!(server.replica().calls(), 0);
 }
+
+/// Backpressure end to end, as the agent driver has it: a host that stops reading events stops
+/// the driver reading the response, so HTTP/2 flow control stops the server. Of the 32 MB of
+/// text offered only a bounded part gets out (the event queue plus the stream window); once
+/// the host reads again, every delta arrives.
+#[tokio::test]
+async fn a_host_that_stops_reading_holds_the_server_back_and_loses_nothing() {
+    use cursor_proto::aiserver::v1::{
+        InferenceStreamResponse, InferenceTextStreamPart, RunInferenceClientMessage,
+        RunInferenceInvocationEnd, RunInferenceInvocationResponse, RunInferenceRunReady,
+        RunInferenceServerMessage, inference_stream_response::Response,
+        run_inference_client_message::Message as ClientArm,
+        run_inference_server_message::Message as ServerArm,
+    };
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const OFFERED: usize = 32_000_000;
+    const DELTA: usize = 1000;
+    const BOUND: usize = 16 << 20;
+    let mut server = TestServer::start().await.unwrap();
+    let conversation = Conversation::new("").with_message(Message::user_text("ping"));
+    let config = InferenceConfig::new("composer-2.5").unwrap();
+    let (mut events, task) = driver::open(
+        Client::new().unwrap(),
+        server.origin(),
+        ide_headers(),
+        config,
+        &conversation,
+    );
+    let task = tokio::spawn(task.into_future());
+    let mut call = within(server.accept()).await.unwrap();
+    let frame = |arm| RunInferenceServerMessage { message: Some(arm) };
+    let _: Option<RunInferenceClientMessage> = call.recv_message().await.unwrap();
+    let ready = ServerArm::RunReady(RunInferenceRunReady::default());
+    call.send_message(&frame(ready)).await.unwrap();
+    let mut invocation = None;
+    while invocation.is_none() {
+        let message: RunInferenceClientMessage = call.recv_message().await.unwrap().unwrap();
+        if let Some(ClientArm::InvokeModel(invoke)) = message.message {
+            invocation = Some(invoke.invocation_id);
+        }
+    }
+    let id = invocation.unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&sent);
+    let server_task = tokio::spawn(async move {
+        let delta = frame(ServerArm::InvocationResponse(
+            RunInferenceInvocationResponse {
+                invocation_id: id.clone(),
+                response: Some(InferenceStreamResponse {
+                    response: Some(Response::TextPart(InferenceTextStreamPart {
+                        text: "x".repeat(DELTA),
+                        is_final: false,
+                    })),
+                }),
+            },
+        ));
+        while counter.load(Ordering::Acquire) < OFFERED {
+            call.send_message(&delta).await.unwrap();
+            counter.fetch_add(DELTA, Ordering::AcqRel);
+        }
+        let end = ServerArm::InvocationEnd(RunInferenceInvocationEnd {
+            invocation_id: id,
+            error: None,
+        });
+        call.send_message(&frame(end)).await.unwrap();
+        // The client's finish_run, then its half-close.
+        while call
+            .recv_message::<RunInferenceClientMessage>()
+            .await
+            .unwrap()
+            .is_some()
+        {}
+        call.finish_ok().await.unwrap();
+    });
+
+    // The host reads nothing; wait until the server cannot send more (unchanged for 500 ms).
+    let mut last = usize::MAX;
+    let mut still = 0;
+    while still < 5 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = sent.load(Ordering::Acquire);
+        assert!(
+            now < OFFERED,
+            "the server sent everything: nothing held it back"
+        );
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    assert!(
+        last < BOUND,
+        "{last} bytes got out before the server was held back"
+    );
+
+    // Reading again lets everything through, in order and whole.
+    let mut text = 0;
+    let mut done = false;
+    while let Some(event) = within(events.next()).await {
+        match event {
+            Event::TextDelta { text: delta } => text += delta.len(),
+            Event::Done { .. } => done = true,
+            _ => {}
+        }
+    }
+    assert_eq!((text, done), (OFFERED, true));
+    within(server_task).await.unwrap();
+    assert!(within(task).await.unwrap().is_finished());
+}

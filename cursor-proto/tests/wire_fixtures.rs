@@ -139,7 +139,8 @@ fn interaction_update_with_message_started_at_ms_keeps_its_arm() {
     assert_eq!(ended.cache_read_tokens, None);
 }
 
-/// field-reports §2: `routed_model = 24 {display_name}` names the model that served the turn.
+/// docs/PROTOCOL-AGENT.md §12.2: `routed_model = 24 {display_name}` names the model that served the
+/// turn.
 #[test]
 fn interaction_update_routed_model_at_24_carries_the_display_name() {
     let bytes: &[u8] = &[
@@ -231,7 +232,7 @@ fn disputed_field_36_is_mcp_state_exec_args() {
     );
 }
 
-/// field-reports §1: `McpStateExecArgs { repeated string server_identifiers = 1; bool
+/// docs/PROTOCOL-AGENT.md §12.1: `McpStateExecArgs { repeated string server_identifiers = 1; bool
 /// kick_only = 2; }`.
 #[test]
 fn mcp_state_exec_args_carries_server_identifiers_and_kick_only() {
@@ -253,8 +254,8 @@ fn mcp_state_exec_args_carries_server_identifiers_and_kick_only() {
     );
 }
 
-/// field-reports §2: arm 52 carries shell-shaped args, and `machine_id = 57` beside the oneof
-/// decodes without disturbing it.
+/// docs/PROTOCOL-AGENT.md §12.2: arm 52 carries shell-shaped args, and `machine_id = 57` beside the
+/// oneof decodes without disturbing it.
 #[test]
 fn mini_swe_agent_bash_args_at_52_is_shell_shaped_beside_machine_id_57() {
     let bytes: &[u8] = &[

@@ -297,8 +297,8 @@ fn classify(error: &ConnectError, http_status: Option<u16>) -> (ErrorKind, Optio
     }
     match error.code {
         // Cursor sends rate limits and used-up quotas alike as an end-of-stream
-        // `resource_exhausted` after a 200 (field-reports §5): the account's budget, whatever
-        // the wording, unless the words say version floor or entitlement.
+        // `resource_exhausted` after a 200 (docs/PROTOCOL.md §2.2): the account's budget,
+        // whatever the wording, unless the words say version floor or entitlement.
         Code::ResourceExhausted => (
             ErrorKind::RemoteRefusal,
             Some(match refusal_text {
@@ -401,7 +401,7 @@ mod tests {
             "You have hit your usage limit",
             None,
         );
-        // Rate limits arrive as resource_exhausted too (field-reports §5): the quota's.
+        // Rate limits arrive as resource_exhausted too (docs/PROTOCOL.md §2.2): the quota's.
         let rate = remote(Code::ResourceExhausted, "Rate limit exceeded", None);
         let vague = remote(Code::ResourceExhausted, "exhausted", None);
         let entitlement = remote(

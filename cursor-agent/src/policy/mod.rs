@@ -33,7 +33,7 @@ pub(crate) enum Decision {
     /// `request_context_args`: success with the workspace paths and the tool list only.
     ReportContext,
     /// `mcp_state_exec_args`: success describing the host's MCP projection, the tools the run
-    /// advertised and nothing else (field-reports §1).
+    /// advertised and nothing else (PROTOCOL-AGENT §5.5).
     ReportMcpState(McpStateExecArgs),
     /// `mcp_args`: lift to a host tool call (if the gate admits the tool).
     Lift(McpArgs),
@@ -46,8 +46,8 @@ const fn throw() -> Decision {
     }
 }
 
-/// THE decision per arm (PROTOCOL-AGENT §5 rows; PROTOCOL-AGENT §5.3, §11.1 for 27–51; field-reports §1–§2 for
-/// 36 and 52–56). No wildcard.
+/// THE decision per arm (PROTOCOL-AGENT §5 rows; PROTOCOL-AGENT §5.3, §11.1 for 27–51; §5.5, §5.6
+/// for 36 and 52–56). No wildcard.
 pub(crate) fn decide(message: Option<Exec>) -> (ExecArm, Decision) {
     use Decision::{Lift, Refuse, ReportContext, ReportMcpState, Translate};
     let Some(message) = message else {

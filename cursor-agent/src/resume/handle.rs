@@ -27,10 +27,10 @@ pub struct Handle {
     pub fingerprint: Fingerprint,
     /// The tool set registered with the remote conversation.
     pub toolset_key: ToolsetKey,
-    /// A later Run of this conversation ended a leg waiting for tool results that may never
-    /// have been sent (the host aborted, or the process died): the backend may still wait for
-    /// them, and a Run resuming the conversation would stall (field-reports §5), so the next
-    /// Run rebuilds instead.
+    /// A later Run of this conversation ended a leg waiting for tool results that may never have
+    /// been sent (the host aborted, or the process died): the backend may still wait for them, and
+    /// a Run resuming the conversation would stall (docs/PROTOCOL-AGENT.md §12.5), so the next Run
+    /// rebuilds instead.
     pub awaiting_tool_results: bool,
 }
 

@@ -5,8 +5,10 @@
 //! the directory is fsynced. Files are created mode 0600 in a 0700 directory (Unix). The lock
 //! is an OS advisory lock (`File::try_lock`, flock on Unix) on `<session>.lock`. The OS drops
 //! it when its holder exits or crashes, so there is no stale lock to break and no window in
-//! which two processes could both break one; the lock file itself is never deleted (deleting a
-//! locked file would let a waiter lock the old inode while a newcomer locks a new one). A
+//! which two processes could both break one; the lock file itself is never deleted, by this
+//! module or by a user (deleting a locked file would let a waiter lock the old inode while a
+//! newcomer locks a new one). A lock timeout therefore means a live holder, and its hint says
+//! to retry or to stop sharing the session id, never to delete the file. A
 //! handle that cannot be read or parsed is moved aside as `<session>.json.corrupt-<unix time>`
 //! and reported, never deleted.
 
@@ -141,8 +143,10 @@ impl cursor_proto::ir::Classify for StoreError {
     fn next_step(&self) -> cursor_proto::ir::NextStep {
         cursor_proto::ir::NextStep::fix_local(match self {
             Self::InvalidSessionId(_) => "use session ids of letters, digits, '-', '_' and '.'",
+            // The OS releases the lock when its holder exits, so a timeout means a live
+            // holder; the lock file must stay (see the module doc).
             Self::LockTimeout(_) => {
-                "another process holds the handle lock; retry, or remove a lock file left by a crash"
+                "another running process (a second host on the same session id) is using this session's handle; retry when it is done, or give each process its own session id"
             }
             Self::Io { .. } => "check that the handle directory exists, is writable and has space",
             Self::Interrupted(_) => "retry the turn; the runtime was shutting down",
@@ -395,6 +399,23 @@ fn io_error(operation: &'static str, path: &Path, source: io::Error) -> StoreErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The module keeps lock files forever (deleting one could let two holders lock
+    /// different inodes), so the hint must not tell the user to delete one.
+    #[test]
+    fn the_lock_timeout_hint_never_asks_to_delete_the_lock_file() {
+        use cursor_proto::ir::{Classify as _, NextStep};
+        let error = StoreError::LockTimeout("/tmp/handles/s.lock".into());
+        let NextStep::FixLocal { detail } = error.next_step() else {
+            panic!("{:?}", error.next_step())
+        };
+        let lower = detail.to_lowercase();
+        assert!(
+            !lower.contains("remove") && !lower.contains("delete"),
+            "{detail}"
+        );
+        assert!(lower.contains("retry"), "{detail}");
+    }
 
     #[test]
     fn session_ids_cannot_escape_the_directory() {

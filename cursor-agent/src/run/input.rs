@@ -184,7 +184,10 @@ impl AgentRun {
             StreamOutcome::Ok => AgentError::StreamEndedEarly,
             // The remote conversation is gone: a resumed run must rebuild (§10).
             StreamOutcome::NotFound(info) if self.config.resume => AgentError::StaleResume {
-                id_hex: format!("conversation {}: {}", self.conversation_id, info.message),
+                missing: RemoteMissing::Conversation {
+                    conversation_id: self.conversation_id.clone(),
+                    message: info.message,
+                },
             },
             StreamOutcome::Err(info) | StreamOutcome::NotFound(info) => AgentError::Remote(info),
         });
@@ -253,8 +256,8 @@ impl AgentRun {
                 self.on_turn_ended(ended);
                 Ok(())
             }
-            // The model that actually served the turn (field-reports §2); reported once per
-            // change, and never when the server names none.
+            // The model that actually served the turn (docs/PROTOCOL-AGENT.md §12.2); reported once
+            // per change, and never when the server names none.
             Some(Update::RoutedModel(routed)) => {
                 if routed.display_name.is_empty()
                     || self.routed_model.as_deref() == Some(routed.display_name.as_str())
@@ -354,7 +357,9 @@ impl AgentRun {
                     // Never answered with empty data: that would read as an empty blob.
                     let id_hex = hex(&get.blob_id);
                     return Err(if self.config.resume {
-                        AgentError::StaleResume { id_hex }
+                        AgentError::StaleResume {
+                            missing: RemoteMissing::Blob { id_hex },
+                        }
                     } else {
                         AgentError::BlobMiss { id_hex }
                     });

@@ -29,7 +29,9 @@ use crate::request::ResumeSeed;
 use crate::text_window::TextWindow;
 use crate::trace;
 use crate::translate::{self, Translation};
-use crate::{AgentError, AgentEvent, RunConfig, StreamOutcome, frames, interaction, mcp};
+use crate::{
+    AgentError, AgentEvent, RemoteMissing, RunConfig, StreamOutcome, frames, interaction, mcp,
+};
 use crate::{ranking, request, usage};
 
 mod exec;

@@ -76,7 +76,8 @@ struct Ctx {
     /// One transparent retry of a network failure before the host saw anything.
     network_retry_left: bool,
     rebuild_left: bool,
-    /// An event of this turn reached the host (a Run that streamed is never replayed).
+    /// An event of a Run of this turn reached the host, of any kind (a Run that streamed is
+    /// never replayed).
     streamed: bool,
 }
 
@@ -380,9 +381,9 @@ impl State {
                 Some(AgentEvent::Ir(Event::ToolCall(call)))
             }
             other => {
-                if matches!(other, AgentEvent::Ir(_)) {
-                    self.ctx.streamed = true;
-                }
+                // Whatever the host receives (an exec audit and a checkpoint too, not only
+                // text) ends the retry window: a retried Run would hand it out again.
+                self.ctx.streamed = true;
                 self.step = Step::Stream(live);
                 Some(other)
             }
@@ -488,11 +489,11 @@ impl State {
         self.start().await
     }
 
-    /// A transport failure (refused, reset, GOAWAY, stream reset) before the host saw any
-    /// event of the turn: the Run is opened once more, planned afresh, exactly as the 401
-    /// replay does (field-reports §5: retrying is safe only before the first byte the user
-    /// saw). Timeouts and clean early ends are not retried: waiting again would double the
-    /// wait, and a backend that ends a stream on purpose ends the next one too.
+    /// A transport failure (refused, reset, GOAWAY, stream reset) before the host saw any event of
+    /// the turn: the Run is opened once more, planned afresh, exactly as the 401 replay does
+    /// (docs/PROTOCOL-AGENT.md §9, §12.5: retrying is safe only before the first byte the user
+    /// saw). Timeouts and clean early ends are not retried: waiting again would double the wait,
+    /// and a backend that ends a stream on purpose ends the next one too.
     fn may_retry_network(&self, failure: Option<&AgentError>) -> bool {
         self.ctx.network_retry_left
             && !self.ctx.streamed

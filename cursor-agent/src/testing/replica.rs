@@ -125,27 +125,27 @@ impl Replica {
     }
 
     /// Which Runs ask for the host's MCP state (exec arm 36) before they use a tool, and then
-    /// call a tool only when that state lists it (field-reports §1: Grok models since
+    /// call a tool only when that state lists it (docs/PROTOCOL-AGENT.md §12.1: Grok models since
     /// 2026-09-21). Default: [`McpStateRequests::GrokModels`].
     pub fn set_mcp_state_requests(&self, requests: McpStateRequests) {
         self.lock().mcp_state = requests;
     }
 
     /// Whether the model respects the client's `x-cursor-agent-allowed-tools` header
-    /// (field-reports §3). Default: [`AllowedTools::Honour`].
+    /// (docs/PROTOCOL-AGENT.md §12.3). Default: [`AllowedTools::Honour`].
     pub fn set_allowed_tools(&self, allowed: AllowedTools) {
         self.lock().allowed_tools = allowed;
     }
 
     /// Refuses every Run whose `x-cursor-client-version` sorts below `version` the way Cursor
     /// refuses a stale client: HTTP 200 and an end-of-stream `resource_exhausted` asking to
-    /// update (field-reports §4). `None` (the default) accepts every version.
+    /// update (docs/PROTOCOL-AGENT.md §12.4). `None` (the default) accepts every version.
     pub fn set_min_client_version(&self, version: Option<String>) {
         self.lock().min_client_version = version;
     }
 
-    /// True when the replica holds `conversation_id` waiting for a tool result its client
-    /// never sent (an abandoned tool round): every later Run of it stalls (field-reports §5).
+    /// True when the replica holds `conversation_id` waiting for a tool result its client never
+    /// sent (an abandoned tool round): every later Run of it stalls (docs/PROTOCOL-AGENT.md §12.5).
     pub fn owes_tool_result(&self, conversation_id: &str) -> bool {
         self.lock()
             .conversations
@@ -270,8 +270,9 @@ pub enum AllowedTools {
     /// command tool instead of a native shell exec, as the SDK documents the header.
     #[default]
     Honour,
-    /// Native execs are sent whatever the header says (a field report saw `todo_write`
-    /// arrive despite the list): the audit guarantee must not rest on the header.
+    /// Native execs are sent whatever the header says (a public gateway saw `todo_write` arrive
+    /// despite the list, docs/PROTOCOL-AGENT.md §12.3): the audit guarantee must not rest on the
+    /// header.
     Ignore,
 }
 

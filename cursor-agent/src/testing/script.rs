@@ -31,14 +31,15 @@ pub enum Script {
     StaleAfterTools,
     /// After the run request, end the stream the way Cursor reports a rate limit or a used-up
     /// quota: HTTP 200, then an end-of-stream `resource_exhausted` with this message
-    /// (field-reports §5).
+    /// (docs/PROTOCOL-AGENT.md §12.5).
     ResourceExhausted(String),
     /// After the run request and before any frame, break the transport this way (the faults
     /// a client may retry once, transparently, because its host saw nothing yet).
     FaultBeforeFirstFrame(Fault),
     /// Send these frames after the run request, then a `request_context` exec whose answer
     /// proves the client read them, then break the transport this way (a fault after the host
-    /// has seen something, which must not be retried).
+    /// has seen something, which must not be retried). With no frames, that exec's audit is
+    /// all the host saw.
     FramesThenFault(Vec<AgentServerMessage>, Fault),
 }
 

@@ -325,11 +325,14 @@ fn truncation_note(text: &str) -> Option<(String, Option<Truncated>)> {
             .collect();
         digits.parse().ok()
     };
-    // `… of TOTAL` states it; `N more lines … offset=NEXT` implies NEXT - 1 + N.
+    // `… of TOTAL` states it; `N more lines … offset=NEXT` implies NEXT - 1 + N. The numbers
+    // are the file's text, not the host's: one that is negative or overflows states nothing.
     let total = number_after(" of ").or_else(|| {
         let more = lower[1..].split_whitespace().next()?.parse::<i64>().ok()?;
-        lower.contains("more lines").then_some(())?;
-        Some(number_after("offset=")? - 1 + more)
+        (more >= 0 && lower.contains("more lines")).then_some(())?;
+        // Offsets count from 1.
+        let next = number_after("offset=").filter(|next| *next >= 1)?;
+        (next - 1).checked_add(more)
     });
     let content = head.trim_end_matches('\n').to_owned();
     Some((
@@ -338,6 +341,12 @@ fn truncation_note(text: &str) -> Option<(String, Option<Truncated>)> {
             total_lines: total.and_then(|t| i32::try_from(t).ok()),
         }),
     ))
+}
+
+/// The footer parser as the fuzz target sees it: the content kept and the total stated.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn read_footer(text: &str) -> Option<(String, Option<i32>)> {
+    truncation_note(text).map(|(content, note)| (content, note.and_then(|n| n.total_lines)))
 }
 
 fn delete(path: &str, output: &Output) -> wire::DeleteResult {
@@ -588,6 +597,68 @@ mod tests {
             ),
             ("a\n[x]\n", false, 2)
         );
+    }
+
+    #[test]
+    fn a_more_lines_footer_whose_total_overflows_leaves_the_total_to_the_content() {
+        // offset - 1 + more past i64::MAX: the total is unknown, not a panic or a wrapped number.
+        let max = i64::MAX;
+        let success = read_success(&format!(
+            "a\nb\n\n[2 more lines in file. Use offset={max} to continue.]"
+        ));
+        assert_eq!((success.truncated, success.total_lines), (true, 2));
+        let success = read_success(&format!(
+            "a\n\n[{max} more lines in file. Use offset={max} to continue.]"
+        ));
+        assert_eq!((success.truncated, success.total_lines), (true, 1));
+        // A negative count is no count.
+        let success = read_success(&format!(
+            "a\n\n[{} more lines in file. Use offset=0 to continue.]",
+            i64::MIN
+        ));
+        assert_eq!((success.truncated, success.total_lines), (true, 1));
+    }
+
+    /// Any i64, with the edges (zero, one, the extremes) as likely as the rest.
+    fn footer_number() -> impl proptest::strategy::Strategy<Value = i64> {
+        proptest::prop_oneof![
+            proptest::num::i64::ANY,
+            -2..3_i64,
+            i64::MAX - 2..=i64::MAX,
+            i64::MIN..i64::MIN + 2,
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any footer numbers: the parser never panics, and a total it states is exactly
+        /// `offset - 1 + more` when that fits, never a negative or wrapped number.
+        #[test]
+        fn a_more_lines_footer_states_its_total_only_when_it_fits(
+            more in footer_number(),
+            offset in footer_number(),
+        ) {
+            let text = format!("x\n[{more} more lines in file. Use offset={offset} to continue.]");
+            let (content, truncated) = truncation_note(&text).expect("a note");
+            proptest::prop_assert_eq!(content.as_str(), "x");
+            // `offset=` reads digits only, so a negative offset reads as no offset.
+            let expected = (more >= 0 && offset >= 1)
+                .then(|| (offset - 1).checked_add(more))
+                .flatten()
+                .and_then(|total| i32::try_from(total).ok());
+            proptest::prop_assert_eq!(truncated.and_then(|t| t.total_lines), expected);
+        }
+
+        /// Arbitrary text ending in an arbitrary bracketed line never panics the parser, and
+        /// what it keeps is a prefix of the text.
+        #[test]
+        fn any_footer_parses_without_panicking(head in ".{0,40}", note in "\\[.{0,60}\\]") {
+            let text = format!("{head}\n{note}");
+            if let Some((content, truncated)) = truncation_note(&text) {
+                proptest::prop_assert!(text.starts_with(&content));
+                let total = truncated.and_then(|t| t.total_lines);
+                proptest::prop_assert!(total.is_none_or(|t| t >= 0));
+            }
+        }
     }
 
     #[test]

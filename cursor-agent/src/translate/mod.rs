@@ -21,6 +21,8 @@ use cursor_proto::agent::v1::exec_client_message::Message as Reply;
 use cursor_proto::ir::{Tool, ToolResult};
 use serde_json::json;
 
+#[cfg(feature = "fuzzing")]
+pub(crate) use encode::read_footer;
 pub(crate) use native::{Native, ShellReply};
 
 use crate::intent::Capability;

@@ -8,13 +8,16 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 /// The events of one turn. Ends after the turn's last event; dropping it cancels the turn.
+///
+/// A host that stops reading stops the turn reading the stream once
+/// [`EVENT_QUEUE`](super::EVENT_QUEUE) events wait (backpressure, not buffering).
 #[derive(Debug)]
 pub struct InferenceEvents {
-    receiver: mpsc::UnboundedReceiver<Event>,
+    receiver: mpsc::Receiver<Event>,
 }
 
 impl InferenceEvents {
-    pub(crate) fn new(receiver: mpsc::UnboundedReceiver<Event>) -> Self {
+    pub(crate) fn new(receiver: mpsc::Receiver<Event>) -> Self {
         Self { receiver }
     }
 }

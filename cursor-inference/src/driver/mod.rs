@@ -61,6 +61,12 @@ pub fn open(
     )
 }
 
+/// Events the driver queues for a host that is not reading (as `cursor_agent::driver` does).
+/// A full queue stops the driver reading the response, so HTTP/2 flow control stops the
+/// server: memory stays bounded by this queue plus the stream's flow-control window, whatever
+/// the server sends.
+pub const EVENT_QUEUE: usize = 128;
+
 /// Starts `run` on a new RunInference call to `origin`.
 pub fn start(
     client: Client,
@@ -68,7 +74,7 @@ pub fn start(
     headers: RequestHeaders,
     run: InferenceRun,
 ) -> (InferenceEvents, InferenceTask) {
-    let (sender, receiver) = mpsc::unbounded_channel::<Event>();
+    let (sender, receiver) = mpsc::channel::<Event>(EVENT_QUEUE);
     let task = InferenceTask::new(client, origin, headers, run, sender);
     (InferenceEvents::new(receiver), task)
 }

@@ -21,8 +21,9 @@ use crate::provider::{
 ///
 /// `model_json` and `context_json` are pi's objects, `options_json` the forwarded options.
 /// `on_event` receives a JSON array of the pi `AssistantMessageEvent`s that arrived since its
-/// last call (one call per burst, not per event). Each event carries `patch`, the changes to
-/// apply to the caller's live assistant message, instead of a snapshot
+/// last call (one call per burst, not per event); while a megabyte of them waits for a busy JS
+/// thread, the turn reads no further. Each event carries `patch`, the changes to apply to the
+/// caller's live assistant message, instead of a snapshot
 /// ([`EventMapper::with_patches`](crate::compat::EventMapper::with_patches)); an event without
 /// `patch` carries its snapshot. The last one is always a `done` or an `error` (reason
 /// `aborted` after [`StreamHandle::abort`]).
@@ -37,10 +38,11 @@ pub fn stream_simple(
     let (handle, signal) = abort_pair();
     spawn(async move {
         let work = async {
+            // The turn pulls events only while the JS batch has room (backpressure).
             let provider = Provider::select(
                 ChannelKind::from_env(),
-                || channel(ChannelKind::Agent),
-                || channel(ChannelKind::Inference),
+                || batch.paced(channel(ChannelKind::Agent)),
+                || batch.paced(channel(ChannelKind::Inference)),
             )
             .with_turn_log(state::turn_log());
             provider

@@ -335,8 +335,8 @@ pub(super) fn debug_sink(env: &PiEnv) -> Option<Arc<dyn DebugSink>> {
         .map(debug_writer)
 }
 
-/// The process's one writer of the debug file at `path`: its lock orders the appends and the
-/// rotation of every turn, whichever channel or session the turn came through.
+/// The process's one writer of the debug file at `path`: its one thread orders the appends and
+/// the rotation of every turn, whichever channel or session the turn came through.
 pub(super) fn debug_writer(path: &Path) -> Arc<dyn DebugSink> {
     static WRITERS: Mutex<Vec<Arc<JsonLinesFile>>> = Mutex::new(Vec::new());
     let mut writers = lock(&WRITERS);

@@ -22,8 +22,8 @@ pub const AGENT_ORIGIN_ENV: &str = "CURSOR_PROVIDER_AGENT_ORIGIN";
 pub const IDLE_MS_ENV: &str = "CURSOR_PROVIDER_IDLE_MS";
 /// Milliseconds a leg may wait for its first work frame (PROTOCOL-AGENT §1; default 30 000).
 pub const FIRST_TOKEN_MS_ENV: &str = "CURSOR_PROVIDER_FIRST_TOKEN_MS";
-/// The `x-cursor-client-version` to send instead of the built-in one (PROTOCOL-AGENT §1), so a
-/// user can follow Cursor's version floor without waiting for a release (field-reports §4).
+/// The `x-cursor-client-version` to send instead of the built-in one (PROTOCOL-AGENT §1), so a user
+/// can follow Cursor's version floor without waiting for a release (docs/PROTOCOL-AGENT.md §12.4).
 pub const CLI_VERSION_ENV: &str = "CURSOR_CLI_VERSION";
 
 /// The provider's environment switches (PROTOCOL-AGENT §5.1, §10).

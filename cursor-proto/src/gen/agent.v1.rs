@@ -24,9 +24,9 @@ pub struct McpToolDefinition {
     /// Raw host tool name again. docs/PROTOCOL-AGENT.md §2.2
     #[prost(string, tag = "5")]
     pub tool_name: ::prost::alloc::string::String,
-    /// The same schema as JSON text, the newer alternative to input_schema (field-reports §1);
+    /// The same schema as JSON text, the newer alternative to input_schema;
     /// output_schema_json = 7 and annotations_json = 8 exist and are never sent.
-    /// docs/PROTOCOL-AGENT.md §2.2, §5.5
+    /// docs/PROTOCOL-AGENT.md §2.2, §5.5, §12.1
     #[prost(string, tag = "6")]
     pub input_schema_json: ::prost::alloc::string::String,
 }
@@ -51,7 +51,7 @@ pub struct McpArgs {
     /// Tool name; may carry the `mcp_pi_` prefix. docs/PROTOCOL-AGENT.md §2.2, §8
     #[prost(string, tag = "5")]
     pub tool_name: ::prost::alloc::string::String,
-    /// The server the call is for (field-reports §1). docs/PROTOCOL-AGENT.md §5.5, §8
+    /// The server the call is for. docs/PROTOCOL-AGENT.md §5.5, §8, §12.1
     #[prost(string, tag = "9")]
     pub server_identifier: ::prost::alloc::string::String,
 }
@@ -167,8 +167,8 @@ pub struct ExecServerMessage {
     /// Added by newer servers beside the oneof. docs/PROTOCOL-AGENT.md §5, §11.4
     #[prost(bool, optional, tag = "55")]
     pub accept_hook_additional_contexts: ::core::option::Option<bool>,
-    /// Which machine the server meant; read for diagnostics only (first-party SDK 1.0.32,
-    /// field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+    /// Which machine the server meant; read for diagnostics only (first-party SDK 1.0.32).
+    /// docs/PROTOCOL-AGENT.md §5, §12.2
     #[prost(string, optional, tag = "57")]
     pub machine_id: ::core::option::Option<::prost::alloc::string::String>,
     /// Which message this ExecServerMessage carries. docs/PROTOCOL-AGENT.md §5
@@ -294,16 +294,16 @@ pub mod exec_server_message {
         /// docs/PROTOCOL-AGENT.md §5.3, §5.4
         #[prost(message, tag = "51")]
         PiLsArgs(super::PiLsExecArgs),
-        /// Shell-shaped; answered at result field 55 (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        /// Shell-shaped; answered at result field 55. docs/PROTOCOL-AGENT.md §5.6, §12.2
         #[prost(message, tag = "52")]
         MiniSweAgentBashArgs(super::ShellArgs),
-        /// Search of the user's past conversations (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        /// Search of the user's past conversations. docs/PROTOCOL-AGENT.md §5.6, §12.2
         #[prost(message, tag = "53")]
         ConversationSearchArgs(super::ConversationSearchArgs),
-        /// (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        /// docs/PROTOCOL-AGENT.md §5.6, §12.2
         #[prost(message, tag = "54")]
         AgentStoreConflictArgs(super::AgentStoreConflictArgs),
-        /// Adopt another agent's state (field-reports §2). docs/PROTOCOL-AGENT.md §5.5
+        /// Adopt another agent's state. docs/PROTOCOL-AGENT.md §5.6, §12.2
         #[prost(message, tag = "56")]
         AdoptArgs(super::AdoptArgs),
     }
@@ -405,12 +405,12 @@ pub mod exec_client_message {
         /// docs/PROTOCOL-AGENT.md §5.4
         #[prost(message, tag = "52")]
         PiLsResult(super::PiLsExecResult),
-        /// Answer to mcp_state_exec_args (results sit at the arg's number up to 44, survey §3.6;
-        /// shape from field-reports §1). docs/PROTOCOL-AGENT.md §5.5
+        /// Answer to mcp_state_exec_args (results sit at the arg's number up to 44, survey §3.6).
+        /// docs/PROTOCOL-AGENT.md §5.5, §12.1
         #[prost(message, tag = "36")]
         McpStateExecResult(super::McpStateExecResult),
-        /// Answer to mini_swe_agent_bash_args: 52 is answered at 55 (field-reports §2).
-        /// docs/PROTOCOL-AGENT.md §5.5
+        /// Answer to mini_swe_agent_bash_args: 52 is answered at 55.
+        /// docs/PROTOCOL-AGENT.md §5.6, §12.2
         #[prost(message, tag = "55")]
         MiniSweAgentBashResult(super::ShellResult),
     }
@@ -1333,7 +1333,7 @@ pub struct ForceBackgroundShellArgs {}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ForceBackgroundSubagentArgs {}
 /// docs/PROTOCOL-AGENT.md §5.3
-/// What MCP state the server wants (field-reports §1). docs/PROTOCOL-AGENT.md §5.5
+/// What MCP state the server wants. docs/PROTOCOL-AGENT.md §5.5, §12.1
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct McpStateExecArgs {
     /// Only these servers; none listed means every server. docs/PROTOCOL-AGENT.md §5.5
@@ -1343,7 +1343,7 @@ pub struct McpStateExecArgs {
     #[prost(bool, tag = "2")]
     pub kick_only: bool,
 }
-/// Answer to mcp_state_exec_args (field-reports §1). docs/PROTOCOL-AGENT.md §5.5
+/// Answer to mcp_state_exec_args. docs/PROTOCOL-AGENT.md §5.5, §12.1
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct McpStateExecResult {
     /// Which result this McpStateExecResult carries. docs/PROTOCOL-AGENT.md §5.5
@@ -1374,7 +1374,7 @@ pub struct McpStateSuccess {
     pub servers: ::prost::alloc::vec::Vec<McpStateServer>,
 }
 /// One MCP server as the client reports it. Fields 3 plugin, 4 marketplace, 6 instructions,
-/// 7 status and 8 error_message exist (field-reports §1) and are never sent: the host's
+/// 7 status and 8 error_message exist (docs/PROTOCOL-AGENT.md §12.1) and are never sent: the host's
 /// projection is no plugin and has no status to report. docs/PROTOCOL-AGENT.md §5.5
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct McpStateServer {
@@ -1760,16 +1760,16 @@ pub mod interaction_update {
         /// docs/PROTOCOL-AGENT.md §4.1
         #[prost(message, tag = "22")]
         ResponseComparison(super::ResponseComparisonUpdate),
-        /// Ignored (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        /// Ignored. docs/PROTOCOL-AGENT.md §4.1, §12.2
         #[prost(message, tag = "23")]
         ContextInjectionState(super::ContextInjectionStateUpdate),
-        /// The model that actually served the turn (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        /// The model that actually served the turn. docs/PROTOCOL-AGENT.md §4.1, §12.2
         #[prost(message, tag = "24")]
         RoutedModel(super::RoutedModelUpdate),
-        /// Ignored (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        /// Ignored. docs/PROTOCOL-AGENT.md §4.1, §12.2
         #[prost(message, tag = "26")]
         GrokBotNudge(super::GrokBotNudgeUpdate),
-        /// Ignored (field-reports §2). docs/PROTOCOL-AGENT.md §4.1
+        /// Ignored. docs/PROTOCOL-AGENT.md §4.1, §12.2
         #[prost(message, tag = "27")]
         ToolRequestsListed(super::ToolRequestsListedUpdate),
     }

@@ -14,7 +14,7 @@ pub use token::AccessToken;
 use crate::{envelope::Compression, error::CursorError};
 
 /// The CLI version sent when the caller configures none: the newest public CLI version string
-/// (field-reports §4). Cursor raises its floor over time and refuses older clients, so hosts
+/// (docs/PROTOCOL.md §3.1). Cursor raises its floor over time and refuses older clients, so hosts
 /// let users raise it without a release ([`CliIdentity::parse`]).
 pub const DEFAULT_CLI_VERSION: &str = "cli-2026.10.01-e373342";
 

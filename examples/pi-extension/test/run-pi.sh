@@ -43,14 +43,13 @@
 #   - headless: with no auth.json, CURSOR_ACCESS_TOKEN/CURSOR_REFRESH_TOKEN list the models,
 #     answer `-p ping`, refresh on a 401, show as redacted in the doctor and are written nowhere.
 #   - headless with a user API key: with no auth.json and only CURSOR_API_KEY (`crsr_…`), the
-#     agent channel exchanges it at the replica's /auth/exchange_user_api_key and answers
-#     `-p ping`; the doctor shows it redacted; it is written nowhere; a refused key fails the
-#     turn naming CURSOR_API_KEY.
-# Then it measures what loading the extension adds to `pi --list-models` (COLD_START_RUNS
-# runs each, default 10; 0 skips it), and the latency from a replica text frame to pi's
-# message_update over a burst of LATENCY_DELTAS back-to-back deltas (default 200; 0 skips it;
-# test/latency.mjs; every delta must arrive). Everything runs offline with a private HOME. The last line
-# is `N passed, M failed`; the exit status is non-zero when a check failed.
+# agent channel exchanges it at the replica's /auth/exchange_user_api_key and answers `-p ping`; the
+# doctor shows it redacted; it is written nowhere; a refused key fails the turn naming
+# CURSOR_API_KEY. Then it measures what loading the extension adds to `pi --list-models`
+# (COLD_START_RUNS runs each, default 10; 0 skips it), and the latency from a replica text frame to
+# pi's message_update over a burst of LATENCY_DELTAS back-to-back deltas (default 200; 0 skips it;
+# test/latency.mjs; every delta must arrive). Everything runs offline with a private HOME. The last
+# line is `N passed, M failed`; the exit status is non-zero when a check failed.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -85,8 +84,9 @@ export CURSOR_REPLICA_INFERENCE_ORIGIN
 CURSOR_PROVIDER_AGENT_ORIGIN=$origin
 CURSOR_PROVIDER_API_ORIGIN=$origin
 export CURSOR_PROVIDER_AGENT_ORIGIN CURSOR_PROVIDER_API_ORIGIN
-# The live backend does not always honour x-cursor-agent-allowed-tools (field-reports §3): the
-# native exec check runs against a replica that sends native execs whatever the header says.
+# The live backend does not always honour x-cursor-agent-allowed-tools (docs/PROTOCOL-AGENT.md
+# §12.3): the native exec check runs against a replica that sends native execs whatever the header
+# says.
 start_replica native --ignore-allowed-tools
 native=$origin
 start_replica refusing --fail-auth

@@ -48,6 +48,7 @@ const TARGETS: &[(&str, FuzzEntry)] = &[
     ),
     ("hot_decoder", cursor_agent::fuzzing::hot_decoder),
     ("body_data", cursor_agent::fuzzing::body_data),
+    ("read_footer", cursor_agent::fuzzing::read_footer),
 ];
 
 #[test]

@@ -206,8 +206,8 @@ impl Exchange<'_> {
         Ok(said.join(" "))
     }
 
-    /// Exec arm 36 (field-reports §1): asks for the client's MCP state and tells whether it
-    /// lists every tool of `names`. A throw, an error or an empty answer lists nothing.
+    /// Exec arm 36 (docs/PROTOCOL-AGENT.md §5.5): asks for the client's MCP state and tells whether
+    /// it lists every tool of `names`. A throw, an error or an empty answer lists nothing.
     pub(super) async fn mcp_state_lists(&mut self, names: &[&str]) -> Result<bool, Stop> {
         let replies = self
             .request(Exec::McpStateExecArgs(wire::McpStateExecArgs::default()))

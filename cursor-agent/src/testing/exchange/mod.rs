@@ -89,7 +89,7 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
         }
         Err(stop) => {
             // The client left while the model waited for an exec result: the backend keeps
-            // waiting for it (field-reports §5).
+            // waiting for it (docs/PROTOCOL-AGENT.md §12.5).
             if exchange.awaiting_exec
                 && matches!(stop.end, End::Abandon)
                 && let Some((id, mut conversation)) = exchange.conversation.take()
@@ -126,10 +126,10 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
     }
 }
 
-/// The first-party tool restriction header (field-reports §3).
+/// The first-party tool restriction header (docs/PROTOCOL-AGENT.md §12.3).
 const ALLOWED_TOOLS_HEADER: &str = "x-cursor-agent-allowed-tools";
 
-/// What Cursor says to a client below its version floor (field-reports §4).
+/// What Cursor says to a client below its version floor (docs/PROTOCOL-AGENT.md §12.4).
 const UPDATE_REQUIRED: &str =
     "Please update to the latest version of Cursor to continue using the Agent";
 
@@ -267,7 +267,7 @@ impl Exchange<'_> {
 
         let stored = self.replica.conversation(&conversation_id);
         if stored.as_ref().is_some_and(|c| c.owes_tool_result) {
-            // The live backend neither answers nor fails such a Run (field-reports §5).
+            // The live backend neither answers nor fails such a Run (docs/PROTOCOL-AGENT.md §12.5).
             self.record.outcome = "stalled: the conversation owes a tool result".into();
             return Ok(End::HoldOpen(HoldOpen::Forever));
         }
@@ -576,7 +576,7 @@ fn tagged<'t>(text: &'t str, open: &'t str, close: &'t str) -> impl Iterator<Ite
 }
 
 /// A refusal the way Cursor sends rate limits, quotas and version floors: HTTP 200, then an
-/// end-of-stream `resource_exhausted` (field-reports §4, §5).
+/// end-of-stream `resource_exhausted` (docs/PROTOCOL-AGENT.md §12.4, §12.5).
 fn refused(outcome: &str, message: &str) -> Stop {
     Stop {
         outcome: outcome.into(),
