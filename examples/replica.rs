@@ -25,8 +25,9 @@
 //!   and then send nothing until the client gives up (for abort tests); `text N` makes it
 //!   answer with N one-word text deltas sent back to back, then end the turn (for latency
 //!   measurements); `resource-exhausted MESSAGE` answers HTTP 200 with a `resource_exhausted`
-//!   Connect error, as Cursor refuses a spent quota; `fault reset|close|goaway` breaks the
-//!   Run's stream (or connection) before its first frame.
+//!   Connect error, as Cursor refuses a spent quota; `tool-naming bare|mcp|dash` makes the next
+//!   Run call host tools under that name form (see `--tool-naming`); `fault reset|close|goaway`
+//!   breaks the Run's stream (or connection) before its first frame.
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -52,7 +53,10 @@
 //! - `--inference-shape live|older` [`REPLICA_INFERENCE_SHAPE`]: the RunInference wire shapes
 //!   (`cursor_inference::testing::WireShape`): `live` (the default) names the resolved model in
 //!   `run_ready` and repeats the call id on every tool-call part with the whole argument JSON
-//!   in the last; `older` is the shape this project first reconstructed.
+//!   in the last; `older` is the shape this project first reconstructed;
+//! - `--tool-naming bare|mcp|dash` [`REPLICA_TOOL_NAMING`]: the name the model calls a host
+//!   tool by: as advertised (`bash`, the default), `mcp_<provider>_bash`, or `<provider>-bash`;
+//!   live servers use all three (docs/PROTOCOL-AGENT.md §12.1).
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
 //! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
@@ -65,7 +69,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use cursor_agent::testing::{AllowedTools, Fault, HoldOpen, McpStateRequests, Replica, Script};
+use cursor_agent::testing::{
+    AllowedTools, Fault, HoldOpen, McpStateRequests, Replica, Script, ToolNaming,
+};
 use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
 use cursor_inference::testing::{Replica as InferenceReplica, WireShape};
@@ -94,6 +100,17 @@ struct Options {
     ignore_allowed_tools: bool,
     min_client_version: Option<String>,
     inference_shape: WireShape,
+    tool_naming: ToolNaming,
+}
+
+/// The `--tool-naming` words.
+fn tool_naming(word: &str) -> Result<ToolNaming, BoxError> {
+    match word {
+        "bare" => Ok(ToolNaming::Bare),
+        "mcp" => Ok(ToolNaming::Mcp),
+        "dash" => Ok(ToolNaming::Dash),
+        other => Err(format!("--tool-naming takes bare, mcp or dash, not {other:?}").into()),
+    }
 }
 
 /// The `--inference-shape` words.
@@ -147,6 +164,10 @@ impl Options {
                 .map(|word| inference_shape(&word))
                 .transpose()?
                 .unwrap_or_default(),
+            tool_naming: env("REPLICA_TOOL_NAMING")
+                .map(|word| tool_naming(&word))
+                .transpose()?
+                .unwrap_or_default(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -178,6 +199,10 @@ impl Options {
                 "--inference-shape" => {
                     let word = args.next().ok_or("--inference-shape needs a word")?;
                     options.inference_shape = inference_shape(&word)?;
+                }
+                "--tool-naming" => {
+                    let word = args.next().ok_or("--tool-naming needs a word")?;
+                    options.tool_naming = tool_naming(&word)?;
                 }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
@@ -224,6 +249,7 @@ async fn main() -> Result<(), BoxError> {
         replica.set_allowed_tools(AllowedTools::Ignore);
     }
     replica.set_min_client_version(options.min_client_version.clone());
+    replica.set_tool_naming(options.tool_naming);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -345,6 +371,10 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
     let script = match body.trim().split_once(' ') {
         None if body.trim() == "silent" => Script::Silent,
         Some(("resource-exhausted", message)) => Script::ResourceExhausted(message.trim().into()),
+        Some(("tool-naming", word)) => match tool_naming(word.trim()) {
+            Ok(naming) => Script::ToolNaming(naming),
+            Err(e) => return error(400, Code::InvalidArgument, &e.to_string()),
+        },
         Some(("fault", kind)) => match kind.trim() {
             "reset" => Script::FaultBeforeFirstFrame(Fault::ResetStream),
             "close" => Script::FaultBeforeFirstFrame(Fault::CloseConnection),
@@ -369,7 +399,7 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
         },
         _ => {
             let known = "unknown script (known: `silent`, `text N`, `resource-exhausted MESSAGE`, \
-                         `fault reset|close|goaway`)";
+                         `tool-naming bare|mcp|dash`, `fault reset|close|goaway`)";
             return error(400, Code::InvalidArgument, known);
         }
     };

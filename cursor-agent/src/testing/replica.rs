@@ -28,6 +28,7 @@ struct State {
     mcp_state: McpStateRequests,
     allowed_tools: AllowedTools,
     min_client_version: Option<String>,
+    tool_naming: ToolNaming,
 }
 
 /// The agent backend replica: its conversations, scripts and records. Cheap to clone; clones
@@ -56,6 +57,7 @@ impl std::fmt::Debug for Replica {
             .field("mcp_state", &state.mcp_state)
             .field("allowed_tools", &state.allowed_tools)
             .field("min_client_version", &state.min_client_version)
+            .field("tool_naming", &state.tool_naming)
             .finish()
     }
 }
@@ -144,6 +146,12 @@ impl Replica {
         self.lock().min_client_version = version;
     }
 
+    /// How the model names a host tool when it calls it (`mcp_args.name` and `tool_name`).
+    /// Live servers use all three forms of [`ToolNaming`]; default: [`ToolNaming::Bare`].
+    pub fn set_tool_naming(&self, naming: ToolNaming) {
+        self.lock().tool_naming = naming;
+    }
+
     /// True when the replica holds `conversation_id` waiting for a tool result its client
     /// never sent (an abandoned tool round): every later Run of it stalls (field-reports §5).
     pub fn owes_tool_result(&self, conversation_id: &str) -> bool {
@@ -203,6 +211,10 @@ impl Replica {
 
     pub(super) fn allowed_tools(&self) -> AllowedTools {
         self.lock().allowed_tools
+    }
+
+    pub(super) fn tool_naming(&self) -> ToolNaming {
+        self.lock().tool_naming
     }
 
     pub(super) fn min_client_version(&self) -> Option<String> {
@@ -273,6 +285,31 @@ pub enum AllowedTools {
     /// Native execs are sent whatever the header says (a field report saw `todo_write`
     /// arrive despite the list): the audit guarantee must not rest on the header.
     Ignore,
+}
+
+/// How the replica's model names the host tool it calls (see [`Replica::set_tool_naming`]).
+/// Live servers were seen using each (PROTOCOL-AGENT §12.1).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolNaming {
+    /// The name as advertised (`bash`).
+    #[default]
+    Bare,
+    /// `mcp_<provider_identifier>_<name>` (`mcp_acme_bash`).
+    Mcp,
+    /// `<provider_identifier>-<name>` (`acme-bash`).
+    Dash,
+}
+
+impl ToolNaming {
+    /// `tool` named this way for `provider`.
+    pub fn name(self, provider: &str, tool: &str) -> String {
+        match self {
+            Self::Bare => tool.to_owned(),
+            Self::Mcp => format!("mcp_{provider}_{tool}"),
+            Self::Dash => format!("{provider}-{tool}"),
+        }
+    }
 }
 
 /// What the replica does with a stream after `turn_ended`.

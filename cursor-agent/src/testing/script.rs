@@ -2,6 +2,8 @@
 
 use cursor_proto::agent::v1::AgentServerMessage;
 
+use super::ToolNaming;
+
 /// A scripted behaviour for one Run; queued with [`Replica::script`](super::Replica::script)
 /// and consumed in order, one per Run opened. Runs without a script use the model.
 #[non_exhaustive]
@@ -9,6 +11,9 @@ use cursor_proto::agent::v1::AgentServerMessage;
 pub enum Script {
     /// Serve the Run with the deterministic model (the default).
     Model,
+    /// Serve the Run with the model, naming the host tools it calls this way (overrides
+    /// [`Replica::set_tool_naming`](super::Replica::set_tool_naming) for one Run).
+    ToolNaming(ToolNaming),
     /// Answer the open with HTTP 401 and a Connect `unauthenticated` error.
     Unauthenticated,
     /// After the run request, send one frame whose payload is not a protobuf message.

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::checkpoint::{StoredConversation, Turn};
 use super::model::{self, Intent};
-use super::{AllowedTools, Fault, HoldOpen, Replica, RunRecord, Script};
+use super::{AllowedTools, Fault, HoldOpen, Replica, RunRecord, Script, ToolNaming};
 use crate::RunLabel;
 
 mod execs;
@@ -79,6 +79,10 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
         tools: Vec::new(),
         conversation: None,
         awaiting_exec: false,
+        tool_naming: match &script {
+            Script::ToolNaming(naming) => *naming,
+            _ => replica.tool_naming(),
+        },
     };
     let end = match exchange.run(script).await {
         Ok(end) => {
@@ -198,6 +202,8 @@ struct Exchange<'a> {
     conversation: Option<(String, StoredConversation)>,
     /// An exec request is out and its `stream_close` has not arrived yet.
     awaiting_exec: bool,
+    /// How the model names the host tools it calls.
+    tool_naming: ToolNaming,
 }
 
 impl Exchange<'_> {
@@ -260,6 +266,7 @@ impl Exchange<'_> {
                 });
             }
             Script::Model
+            | Script::ToolNaming(_)
             | Script::Unauthenticated
             | Script::BlobMiss
             | Script::StaleAfterTools => {}

@@ -1,0 +1,214 @@
+//! Rules other clients learned on the live servers (PROTOCOL-AGENT §12), played by the replica
+//! and answered through `AgentSession`'s public API: the three names a host tool comes back
+//! under, the four meanings of `resource_exhausted`, and server state that is gone.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cursor_agent::AgentEvent;
+use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
+use cursor_agent::testing::{Replica, ReplicaServer, RunRecord, Script, ToolNaming};
+use cursor_agent::{ExecOutcome, HostProfile};
+use cursor_proto::ir::{Conversation, Event, Message, StopReason, Tool, ToolCall, ToolResult};
+use cursor_transport::Client;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "bash",
+            "Run a shell command",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+        ),
+        Tool::new(
+            "read_file",
+            "Read a file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        ),
+    ]
+}
+
+fn session(replica: &ReplicaServer) -> AgentSession {
+    AgentSession::builder(
+        Client::new().expect("client"),
+        replica.origin(),
+        Arc::new(StaticToken::new("token")),
+    )
+    .profile(HostProfile::new("acme"))
+    .workspace_uri("file:///work")
+    .build()
+}
+
+fn ask(text: &str) -> Conversation {
+    let mut conversation = Conversation::new("").with_message(Message::user_text(text));
+    conversation.tools = tools();
+    conversation
+}
+
+/// What the host's tools answer (the test plays the host).
+fn host_answer(call: &ToolCall) -> ToolResult {
+    let text = match call.name.as_str() {
+        "read_file" => "the file says hello".to_owned(),
+        other => format!("ran {other}"),
+    };
+    ToolResult::text(call.id.clone(), call.name.clone(), text, false)
+}
+
+/// A whole turn as a host runs it: legs ending with `ToolUse` are answered by `host_answer`.
+async fn whole_turn(
+    session: &AgentSession,
+    mut conversation: Conversation,
+    model: &str,
+) -> Vec<AgentEvent> {
+    let model = ModelChoice::new(model);
+    let mut all = Vec::new();
+    for _ in 0..16 {
+        let mut turn = session.turn(&conversation, &model);
+        let mut calls = Vec::new();
+        let mut done = None;
+        while let Some(event) = tokio::time::timeout(WAIT, turn.next())
+            .await
+            .expect("the turn does not stall")
+        {
+            match &event {
+                AgentEvent::Ir(Event::ToolCall(call)) => calls.push(call.clone()),
+                AgentEvent::Ir(Event::Done { reason }) => done = Some(*reason),
+                _ => {}
+            }
+            all.push(event);
+        }
+        if done != Some(StopReason::ToolUse) {
+            return all;
+        }
+        let results: Vec<Message> = calls
+            .iter()
+            .map(|call| Message::ToolResult(host_answer(call)))
+            .collect();
+        conversation = conversation.with_message(Message::assistant_tool_calls(calls));
+        for result in results {
+            conversation = conversation.with_message(result);
+        }
+    }
+    panic!("more than 16 legs")
+}
+
+fn text(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Ir(Event::TextDelta { text }) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ended_normally(events: &[AgentEvent]) -> bool {
+    matches!(
+        events.last(),
+        Some(AgentEvent::Ir(Event::Done {
+            reason: StopReason::Stop
+        }))
+    )
+}
+
+fn host_calls(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Ir(Event::ToolCall(call)) => Some(call.name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn only_run(replica: &Replica) -> RunRecord {
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs.into_iter().next().unwrap()
+}
+
+// --- §12.1 tool names -------------------------------------------------------------------------
+
+/// A host tool called under each of its three names reaches the host as the tool it advertised,
+/// and its result reaches the model.
+async fn a_tool_called_as(naming: ToolNaming, wire_name: &str) {
+    let replica = Replica::start().await.unwrap();
+    replica.set_tool_naming(naming);
+    let events = whole_turn(
+        &session(&replica),
+        ask(r#"tool: read_file {"path": "notes.txt"}"#),
+        "composer-2.5",
+    )
+    .await;
+    assert!(ended_normally(&events), "{events:?}");
+    assert_eq!(host_calls(&events), ["read_file"]);
+    assert!(text(&events).contains("the file says hello"), "{events:?}");
+    let run = only_run(&replica);
+    assert_eq!(run.execs.len(), 1, "{run:?}");
+    assert_eq!(run.execs[0].status, "success", "{run:?}");
+    assert!(run.execs[0].request.starts_with(wire_name), "{run:?}");
+}
+
+#[tokio::test]
+async fn a_tool_called_by_its_bare_name_reaches_the_host() {
+    a_tool_called_as(ToolNaming::Bare, "read_file ").await;
+}
+
+#[tokio::test]
+async fn a_tool_called_as_mcp_provider_name_reaches_the_host() {
+    a_tool_called_as(ToolNaming::Mcp, "mcp_acme_read_file ").await;
+}
+
+#[tokio::test]
+async fn a_tool_called_as_provider_dash_name_reaches_the_host() {
+    a_tool_called_as(ToolNaming::Dash, "acme-read_file ").await;
+}
+
+/// The script-level knob: one Run names tools with a dash, the next one bare.
+#[tokio::test]
+async fn a_scripted_dash_name_resolves_for_that_run_only() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::ToolNaming(ToolNaming::Dash));
+    let session = session(&replica);
+    for _ in 0..2 {
+        let events = whole_turn(
+            &session,
+            ask(r#"tool: bash {"command": "ls"}"#),
+            "composer-2.5",
+        )
+        .await;
+        assert_eq!(host_calls(&events), ["bash"], "{events:?}");
+    }
+    let runs = replica.runs();
+    assert!(
+        runs[0].execs[0].request.starts_with("acme-bash "),
+        "{runs:?}"
+    );
+    assert!(runs[1].execs[0].request.starts_with("bash "), "{runs:?}");
+}
+
+/// A name no form resolves (another provider's dash form, an unknown tool) is answered
+/// `tool_not_found` listing the host's tools, and never reaches the host.
+#[tokio::test]
+async fn an_unknown_or_foreign_dash_name_is_tool_not_found_listing_the_tools() {
+    let replica = Replica::start().await.unwrap();
+    let session = session(&replica);
+    for asked in ["tool: other-bash {}", "tool: acme-nope {}"] {
+        let events = whole_turn(&session, ask(asked), "composer-2.5").await;
+        assert!(host_calls(&events).is_empty(), "{events:?}");
+        let audit = events.iter().find_map(|event| match event {
+            AgentEvent::Exec(audit) => Some(audit.outcome.clone()),
+            _ => None,
+        });
+        assert!(
+            matches!(audit, Some(ExecOutcome::ToolNotFound { .. })),
+            "{audit:?}"
+        );
+    }
+    for run in replica.runs() {
+        assert_eq!(run.execs[0].status, "tool-not-found", "{run:?}");
+        assert_eq!(run.execs[0].result, "bash, read_file", "{run:?}");
+    }
+}
