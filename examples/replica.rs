@@ -25,9 +25,12 @@
 //!   and then send nothing until the client gives up (for abort tests); `text N` makes it
 //!   answer with N one-word text deltas sent back to back, then end the turn (for latency
 //!   measurements); `resource-exhausted MESSAGE` answers HTTP 200 with a `resource_exhausted`
-//!   Connect error, as Cursor refuses a spent quota; `tool-naming bare|mcp|dash` makes the next
-//!   Run call host tools under that name form (see `--tool-naming`); `fault reset|close|goaway`
-//!   breaks the Run's stream (or connection) before its first frame.
+//!   Connect error, as Cursor refuses a spent quota;
+//!   `exhausted quota|plan|capacity|context-overflow` refuses it with the `resource_exhausted`
+//!   of that meaning, worded as Cursor words it (the overflow is a bare `Error` before any
+//!   token; docs/PROTOCOL-AGENT.md §12.2); `tool-naming bare|mcp|dash` makes the next Run call
+//!   host tools under that name form (see `--tool-naming`); `fault reset|close|goaway` breaks
+//!   the Run's stream (or connection) before its first frame.
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -70,7 +73,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use cursor_agent::testing::{
-    AllowedTools, Fault, HoldOpen, McpStateRequests, Replica, Script, ToolNaming,
+    AllowedTools, Exhaustion, Fault, HoldOpen, McpStateRequests, Replica, Script, ToolNaming,
 };
 use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
@@ -371,6 +374,19 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
     let script = match body.trim().split_once(' ') {
         None if body.trim() == "silent" => Script::Silent,
         Some(("resource-exhausted", message)) => Script::ResourceExhausted(message.trim().into()),
+        Some(("exhausted", meaning)) => match meaning.trim() {
+            "quota" => Script::Exhausted(Exhaustion::Quota),
+            "plan" => Script::Exhausted(Exhaustion::PlanModel),
+            "capacity" => Script::Exhausted(Exhaustion::Capacity),
+            "context-overflow" => Script::Exhausted(Exhaustion::ContextOverflow),
+            _ => {
+                return error(
+                    400,
+                    Code::InvalidArgument,
+                    "exhausted takes quota, plan, capacity or context-overflow",
+                );
+            }
+        },
         Some(("tool-naming", word)) => match tool_naming(word.trim()) {
             Ok(naming) => Script::ToolNaming(naming),
             Err(e) => return error(400, Code::InvalidArgument, &e.to_string()),
@@ -399,6 +415,7 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
         },
         _ => {
             let known = "unknown script (known: `silent`, `text N`, `resource-exhausted MESSAGE`, \
+                         `exhausted quota|plan|capacity|context-overflow`, \
                          `tool-naming bare|mcp|dash`, `fault reset|close|goaway`)";
             return error(400, Code::InvalidArgument, known);
         }

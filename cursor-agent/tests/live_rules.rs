@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use cursor_agent::AgentEvent;
 use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
-use cursor_agent::testing::{Replica, ReplicaServer, RunRecord, Script, ToolNaming};
-use cursor_agent::{ExecOutcome, HostProfile};
-use cursor_proto::ir::{Conversation, Event, Message, StopReason, Tool, ToolCall, ToolResult};
+use cursor_agent::testing::{Exhaustion, Replica, ReplicaServer, RunRecord, Script, ToolNaming};
+use cursor_agent::{ExecOutcome, HostProfile, Timers};
+use cursor_proto::ir::{
+    Conversation, ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason, Tool, ToolCall,
+    ToolResult,
+};
 use cursor_transport::Client;
 use serde_json::json;
 
@@ -30,6 +33,15 @@ fn tools() -> Vec<Tool> {
     ]
 }
 
+/// The capacity backoff of these sessions (short, so a test measures it without waiting 2 s).
+const BACKOFF: Duration = Duration::from_millis(300);
+
+fn timers() -> Timers {
+    let mut timers = Timers::default();
+    timers.capacity_retry_backoff = BACKOFF;
+    timers
+}
+
 fn session(replica: &ReplicaServer) -> AgentSession {
     AgentSession::builder(
         Client::new().expect("client"),
@@ -38,6 +50,7 @@ fn session(replica: &ReplicaServer) -> AgentSession {
     )
     .profile(HostProfile::new("acme"))
     .workspace_uri("file:///work")
+    .timers(timers())
     .build()
 }
 
@@ -111,6 +124,13 @@ fn ended_normally(events: &[AgentEvent]) -> bool {
             reason: StopReason::Stop
         }))
     )
+}
+
+fn error_of(events: &[AgentEvent]) -> ErrorInfo {
+    match events.last() {
+        Some(AgentEvent::Ir(Event::Error(info))) => info.clone(),
+        other => panic!("the turn did not fail: {other:?}"),
+    }
 }
 
 fn host_calls(events: &[AgentEvent]) -> Vec<String> {
@@ -211,4 +231,89 @@ async fn an_unknown_or_foreign_dash_name_is_tool_not_found_listing_the_tools() {
         assert_eq!(run.execs[0].status, "tool-not-found", "{run:?}");
         assert_eq!(run.execs[0].result, "bash, read_file", "{run:?}");
     }
+}
+
+// --- §12.2 the four meanings of resource_exhausted --------------------------------------------
+
+/// A spent quota waits for the quota, with the reset time the message gives; never retried.
+#[tokio::test]
+async fn a_spent_quota_waits_for_the_quota_and_carries_its_reset_time() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::Exhausted(Exhaustion::Quota));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    let info = error_of(&events);
+    assert_eq!(info.kind, ErrorKind::RemoteRefusal, "{info:?}");
+    assert_eq!(info.next_step, NextStep::WaitForQuota, "{info:?}");
+    assert_eq!(
+        info.quota_resets.as_deref(),
+        Some("on Nov 1, 2026"),
+        "{info:?}"
+    );
+    assert_eq!(replica.runs().len(), 1);
+}
+
+/// A model the plan does not include asks for another model; never retried.
+#[tokio::test]
+async fn a_model_outside_the_plan_asks_to_switch_models() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::Exhausted(Exhaustion::PlanModel));
+    let events = whole_turn(&session(&replica), ask("ping"), "claude-opus-5-max").await;
+    let info = error_of(&events);
+    assert_eq!(info.next_step, NextStep::SwitchModel, "{info:?}");
+    assert!(info.message.contains("claude-opus-5-max"), "{info:?}");
+    assert_eq!(replica.runs().len(), 1);
+}
+
+/// Transient capacity before anything streamed: one more Run after the backoff, and the host
+/// sees only the answer.
+#[tokio::test]
+async fn a_capacity_refusal_before_any_event_is_retried_once_after_a_backoff() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::Exhausted(Exhaustion::Capacity));
+    let started = std::time::Instant::now();
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    let took = started.elapsed();
+    assert!(ended_normally(&events), "{events:?}");
+    assert_eq!(text(&events), "pong");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Ir(Event::Error(_) | Event::Reset))),
+        "{events:?}"
+    );
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0].outcome, "resource-exhausted");
+    assert!(took >= BACKOFF, "{took:?}");
+    println!("capacity refusal: 2 Runs, the turn took {took:?} with a {BACKOFF:?} backoff");
+}
+
+/// A second capacity refusal in the turn reaches the host, classified: wait and retry.
+#[tokio::test]
+async fn a_second_capacity_refusal_fails_the_turn_with_wait_and_retry() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::Exhausted(Exhaustion::Capacity));
+    replica.script(Script::Exhausted(Exhaustion::Capacity));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    let info = error_of(&events);
+    assert_eq!(info.kind, ErrorKind::RemoteRefusal, "{info:?}");
+    assert_eq!(info.next_step, NextStep::WaitAndRetry, "{info:?}");
+    assert_eq!(replica.runs().len(), 2);
+}
+
+/// A bare `resource_exhausted` before any token is a context overflow: the host is told to
+/// compact, not to wait for a quota, and nothing is retried.
+#[tokio::test]
+async fn a_bare_exhaustion_before_any_token_asks_the_host_to_compact() {
+    let replica = Replica::start().await.unwrap();
+    replica.script(Script::Exhausted(Exhaustion::ContextOverflow));
+    let events = whole_turn(&session(&replica), ask("ping"), "composer-2.5").await;
+    let info = error_of(&events);
+    assert_eq!(info.kind, ErrorKind::RemoteRefusal, "{info:?}");
+    assert_eq!(info.next_step, NextStep::CompactConversation, "{info:?}");
+    assert_eq!(info.code.as_deref(), Some("resource_exhausted"));
+    assert_eq!(info.quota_resets, None);
+    let run = only_run(&replica);
+    assert!(run.blobs_fetched >= 1, "{run:?}");
+    assert_eq!(run.outcome, "resource-exhausted");
 }

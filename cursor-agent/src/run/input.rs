@@ -186,8 +186,29 @@ impl AgentRun {
             StreamOutcome::NotFound(info) if self.config.resume => AgentError::StaleResume {
                 id_hex: format!("conversation {}: {}", self.conversation_id, info.message),
             },
+            StreamOutcome::Err(info) if info.code.as_deref() == Some("resource_exhausted") => {
+                AgentError::Remote(self.exhausted(info))
+            }
             StreamOutcome::Err(info) | StreamOutcome::NotFound(info) => AgentError::Remote(info),
         });
+    }
+
+    /// A `resource_exhausted` read with what only the Run knows: a bare one before any token
+    /// is a context overflow, not a spent quota (PROTOCOL-AGENT §12.2).
+    fn exhausted(&self, mut info: ErrorInfo) -> ErrorInfo {
+        let meaning = cursor_transport::Refusal::of_resource_exhausted(
+            &info.message,
+            Some(self.output_tokens),
+        );
+        if meaning == cursor_transport::Refusal::ContextOverflow {
+            info.message = format!(
+                "{}: Cursor refused the turn before any token, as it does when the prompt is too long for the model's context window",
+                info.message
+            );
+            info.next_step = meaning.next_step();
+            info.quota_resets = None;
+        }
+        info
     }
 
     pub(super) fn dispatch(

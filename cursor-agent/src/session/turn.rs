@@ -75,6 +75,9 @@ struct Ctx {
     auth_replay_left: bool,
     /// One transparent retry of a network failure before the host saw anything.
     network_retry_left: bool,
+    /// One transparent retry, after a backoff, of a capacity refusal before the host saw
+    /// anything.
+    capacity_retry_left: bool,
     rebuild_left: bool,
     /// An event of this turn reached the host (a Run that streamed is never replayed).
     streamed: bool,
@@ -216,6 +219,7 @@ impl Ctx {
             conversation_id: None,
             auth_replay_left: true,
             network_retry_left: true,
+            capacity_retry_left: true,
             rebuild_left: true,
             streamed: false,
         }
@@ -360,6 +364,21 @@ impl State {
                     }
                     return None;
                 }
+                if self.may_retry_capacity(&info) {
+                    self.ctx.capacity_retry_left = false;
+                    let backoff = self.shared.config.timers.capacity_retry_backoff;
+                    self.debug(serde_json::json!({
+                        "event": "capacityRetry",
+                        "run": self.ctx.label.as_str(),
+                        "backoffMs": u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+                    }));
+                    tokio::time::sleep(backoff).await;
+                    match self.start().await {
+                        Ok(retried) => self.step = Step::Stream(retried),
+                        Err(failure) => self.fail(failure),
+                    }
+                    return None;
+                }
                 match self.rebuild_if_stale(failure).await {
                     Some(Ok(rebuilt)) => {
                         self.step = Step::Stream(rebuilt);
@@ -497,6 +516,15 @@ impl State {
         self.ctx.network_retry_left
             && !self.ctx.streamed
             && matches!(failure, Some(AgentError::Remote(info)) if info.kind == ErrorKind::Network)
+    }
+
+    /// Cursor at capacity refused the Run before the host saw anything: one more try after a
+    /// backoff may find room (PROTOCOL-AGENT §12.2); a second refusal reaches the host.
+    fn may_retry_capacity(&self, info: &ErrorInfo) -> bool {
+        self.ctx.capacity_retry_left
+            && !self.ctx.streamed
+            && info.kind == ErrorKind::RemoteRefusal
+            && info.next_step == NextStep::WaitAndRetry
     }
 
     /// After a resumed Run failed: when the resume was stale, the rebuild to stream instead

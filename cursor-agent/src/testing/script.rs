@@ -38,6 +38,9 @@ pub enum Script {
     /// quota: HTTP 200, then an end-of-stream `resource_exhausted` with this message
     /// (field-reports §5).
     ResourceExhausted(String),
+    /// After the run request, refuse the Run with the `resource_exhausted` of one of its four
+    /// meanings, worded as Cursor words it (PROTOCOL-AGENT §12.2).
+    Exhausted(Exhaustion),
     /// After the run request and before any frame, break the transport this way (the faults
     /// a client may retry once, transparently, because its host saw nothing yet).
     FaultBeforeFirstFrame(Fault),
@@ -57,4 +60,31 @@ pub enum Fault {
     CloseConnection,
     /// `GOAWAY` with an error code, which fails the streams in flight.
     GoawayWithError,
+}
+
+/// The four meanings of an end-of-stream `resource_exhausted` (see [`Script::Exhausted`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exhaustion {
+    /// The account's usage is spent; the message says so and when it resets.
+    Quota,
+    /// The plan does not include the requested model.
+    PlanModel,
+    /// Transient capacity: the next Run may succeed.
+    Capacity,
+    /// The prompt is larger than the model's context window: the root prompt is read, then a
+    /// bare `Error` arrives before any token.
+    ContextOverflow,
+}
+
+impl Exhaustion {
+    /// The end-of-stream message for a Run of `model`.
+    pub fn message(self, model: &str) -> String {
+        match self {
+            Self::Quota => "You've hit your usage limit for this billing cycle. Your usage resets on Nov 1, 2026.".into(),
+            Self::PlanModel => format!("{model} is not available on your plan. Upgrade to Pro+ or choose another model."),
+            Self::Capacity => format!("We're experiencing high demand for {model} right now. Please try again later."),
+            Self::ContextOverflow => "Error".into(),
+        }
+    }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::checkpoint::{StoredConversation, Turn};
 use super::model::{self, Intent};
-use super::{AllowedTools, Fault, HoldOpen, Replica, RunRecord, Script, ToolNaming};
+use super::{AllowedTools, Exhaustion, Fault, HoldOpen, Replica, RunRecord, Script, ToolNaming};
 use crate::RunLabel;
 
 mod execs;
@@ -264,6 +264,20 @@ impl Exchange<'_> {
                     outcome: format!("fault: {fault:?}"),
                     end: End::Fault(*fault),
                 });
+            }
+            Script::Exhausted(Exhaustion::ContextOverflow) => {
+                // The backend reads the whole prompt before it finds it too long.
+                self.read_root_prompt(&state, &request).await?;
+                return Err(refused(
+                    "resource-exhausted",
+                    &Exhaustion::ContextOverflow.message(&self.record.model),
+                ));
+            }
+            Script::Exhausted(meaning) => {
+                return Err(refused(
+                    "resource-exhausted",
+                    &meaning.message(&self.record.model),
+                ));
             }
             Script::Model
             | Script::ToolNaming(_)
