@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use cursor_agent::AgentEvent;
 use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
-use cursor_agent::testing::{Exhaustion, Replica, ReplicaServer, RunRecord, Script, ToolNaming};
-use cursor_agent::{ExecOutcome, HostProfile, Timers};
+use cursor_agent::testing::{
+    Exhaustion, Replica, ReplicaServer, RunRecord, Script, StateLoss, ToolNaming,
+};
+use cursor_agent::{ExecOutcome, HandleStore, HostProfile, Timers};
 use cursor_proto::ir::{
     Conversation, ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason, Tool, ToolCall,
     ToolResult,
@@ -316,4 +318,142 @@ async fn a_bare_exhaustion_before_any_token_asks_the_host_to_compact() {
     let run = only_run(&replica);
     assert!(run.blobs_fetched >= 1, "{run:?}");
     assert_eq!(run.outcome, "resource-exhausted");
+}
+
+// --- §12.3 lost server state ------------------------------------------------------------------
+
+/// A session keeping its resume handle in `dir`.
+fn durable_session(replica: &ReplicaServer, dir: &std::path::Path) -> AgentSession {
+    AgentSession::builder(
+        Client::new().expect("client"),
+        replica.origin(),
+        Arc::new(StaticToken::new("token")),
+    )
+    .profile(HostProfile::new("acme"))
+    .workspace_uri("file:///work")
+    .session_id("s-1")
+    .handles(Arc::new(HandleStore::new(dir)))
+    .timers(timers())
+    .build()
+}
+
+const FIRST: &str = "remember ZEBRA-9";
+const RECALL: &str = "what did I ask you to remember?";
+
+/// The second turn's transcript, after `FIRST` was answered.
+fn second_turn() -> Conversation {
+    ask(FIRST)
+        .with_message(Message::assistant_text("OK, I will remember that."))
+        .with_message(Message::user_text(RECALL))
+}
+
+/// Runs the first turn, lets `lose` take the server state away, and runs the second one.
+/// Returns the second turn's events and how long it took.
+async fn recall_after(
+    lose: impl FnOnce(&Replica, &str),
+) -> (ReplicaServer, Vec<AgentEvent>, Duration) {
+    let replica = Replica::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let session = durable_session(&replica, dir.path());
+    assert!(ended_normally(
+        &whole_turn(&session, ask(FIRST), "composer-2.5").await
+    ));
+    let first_id = replica.runs()[0].conversation_id.clone();
+    lose(&replica, &first_id);
+    let started = std::time::Instant::now();
+    let events = whole_turn(&session, second_turn(), "composer-2.5").await;
+    (replica, events, started.elapsed())
+}
+
+/// The second turn resumed, found the state gone, and rebuilt exactly once from the transcript.
+fn rebuilt_once(replica: &Replica, events: &[AgentEvent], lost_outcome: &str) {
+    assert!(ended_normally(events), "{events:?}");
+    assert!(text(events).contains("ZEBRA-9"), "{events:?}");
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert_eq!(runs[1].label, "agent-resume", "{runs:?}");
+    assert_eq!(runs[1].outcome, lost_outcome, "{runs:?}");
+    assert_eq!(runs[2].label, "agent-rebuild", "{runs:?}");
+    assert_ne!(runs[2].conversation_id, runs[0].conversation_id);
+    assert_eq!(runs[2].root_prompt_user_texts, [FIRST], "{runs:?}");
+}
+
+#[tokio::test]
+async fn conversation_data_missing_rebuilds_once_and_the_turn_completes() {
+    let (replica, events, took) =
+        recall_after(|replica, id| replica.lose(id, StateLoss::ConversationData)).await;
+    rebuilt_once(&replica, &events, "state-lost: ConversationData");
+    println!("conversation data missing: 1 extra Run, the turn took {took:?}");
+}
+
+#[tokio::test]
+async fn a_blob_the_server_lost_rebuilds_once_and_the_turn_completes() {
+    let (replica, events, took) =
+        recall_after(|replica, id| replica.lose(id, StateLoss::Blob)).await;
+    rebuilt_once(&replica, &events, "state-lost: Blob");
+    println!("blob not found: 1 extra Run, the turn took {took:?}");
+}
+
+#[tokio::test]
+async fn an_expired_checkpoint_rebuilds_once_and_the_turn_completes() {
+    let (replica, events, took) = recall_after(|replica, _| {
+        replica.set_checkpoint_ttl(Some(Duration::from_millis(50)));
+        std::thread::sleep(Duration::from_millis(80));
+    })
+    .await;
+    rebuilt_once(&replica, &events, "state-lost: ConversationData");
+    println!("expired checkpoint: 1 extra Run, the turn took {took:?}");
+}
+
+/// The backend restarts while the host runs a tool: the results have no tool session to go
+/// to, so the turn rebuilds once with them from the transcript instead of failing.
+#[tokio::test]
+async fn a_tool_session_lost_in_a_restart_rebuilds_once_with_the_tool_results() {
+    let replica = Replica::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let session = durable_session(&replica, dir.path());
+    let asked = ask(r#"tool: read_file {"path": "notes.txt"}"#);
+    let model = ModelChoice::new("composer-2.5");
+    let mut leg = session.turn(&asked, &model);
+    let mut calls = Vec::new();
+    while let Some(event) = tokio::time::timeout(WAIT, leg.next()).await.unwrap() {
+        if let AgentEvent::Ir(Event::ToolCall(call)) = event {
+            calls.push(call);
+        }
+    }
+    drop(leg);
+    assert_eq!(calls.len(), 1);
+    replica.restart();
+    let started = std::time::Instant::now();
+    let answered = asked
+        .with_message(Message::assistant_tool_calls(calls.clone()))
+        .with_message(Message::ToolResult(host_answer(&calls[0])));
+    let events = whole_turn(&session, answered, "composer-2.5").await;
+    let took = started.elapsed();
+    assert!(ended_normally(&events), "{events:?}");
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0].outcome, "state-lost: ToolSession", "{runs:?}");
+    assert_eq!(runs[1].label, "agent-rebuild", "{runs:?}");
+    assert_eq!(
+        runs[1].root_prompt_tool_results,
+        ["the file says hello"],
+        "{runs:?}"
+    );
+    println!("tool session lost in a restart: 1 extra Run, the leg took {took:?}");
+}
+
+/// Never a loop: a second loss in the same turn reaches the host, classified.
+#[tokio::test]
+async fn a_second_loss_in_the_same_turn_fails_with_a_classified_error() {
+    let (replica, events, _) = recall_after(|replica, _| {
+        replica.script(Script::LoseState(StateLoss::ConversationData));
+        replica.script(Script::LoseState(StateLoss::Blob));
+    })
+    .await;
+    let info = error_of(&events);
+    assert_eq!(info.kind, ErrorKind::RemoteRefusal, "{info:?}");
+    assert_eq!(info.next_step, NextStep::Retry, "{info:?}");
+    assert!(info.message.contains("Blob not found"), "{info:?}");
+    assert_eq!(replica.runs().len(), 3);
 }

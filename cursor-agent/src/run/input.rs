@@ -182,6 +182,11 @@ impl AgentRun {
         }
         self.fail(match outcome {
             StreamOutcome::Ok => AgentError::StreamEndedEarly,
+            StreamOutcome::Err(info) | StreamOutcome::NotFound(info)
+                if crate::error::says_state_lost(&info.message) =>
+            {
+                AgentError::ServerStateLost { what: info.message }
+            }
             // The remote conversation is gone: a resumed run must rebuild (§10).
             StreamOutcome::NotFound(info) if self.config.resume => AgentError::StaleResume {
                 id_hex: format!("conversation {}: {}", self.conversation_id, info.message),

@@ -527,16 +527,21 @@ impl State {
             && info.next_step == NextStep::WaitAndRetry
     }
 
-    /// After a resumed Run failed: when the resume was stale, the rebuild to stream instead
-    /// (once per turn, the handle dropped); `None` when the failure was anything else.
+    /// After a Run failed: when a resume was stale or Cursor lost the conversation's state,
+    /// the rebuild to stream instead (once per turn, the handle dropped); `None` when the
+    /// failure was anything else, or a second loss in the turn.
     async fn rebuild_if_stale(
         &mut self,
         failure: Option<AgentError>,
     ) -> Option<Result<Live, ErrorInfo>> {
-        if self.ctx.label != RunLabel::Resume || !self.ctx.rebuild_left {
+        if !self.ctx.rebuild_left {
             return None;
         }
         let failure = failure?;
+        // Lost server state is rebuilt whatever the Run was; a stale handle only on a resume.
+        if self.ctx.label != RunLabel::Resume && !failure.is_server_state_lost() {
+            return None;
+        }
         let plan = self.ctx.planner.as_mut()?.recover(&failure).ok()?;
         self.ctx.rebuild_left = false;
         self.ctx.label = RunLabel::Rebuild;

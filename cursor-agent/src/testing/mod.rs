@@ -49,4 +49,4 @@ mod script;
 
 pub use record::{ExecRecord, RunRecord};
 pub use replica::{AllowedTools, HoldOpen, McpStateRequests, Replica, ReplicaServer, ToolNaming};
-pub use script::{Exhaustion, Fault, Script};
+pub use script::{Exhaustion, Fault, Script, StateLoss};

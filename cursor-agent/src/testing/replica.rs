@@ -11,7 +11,7 @@ use cursor_transport::testing::{TestServer, TestServerBuilder};
 use tokio::task::JoinHandle;
 
 use super::checkpoint::StoredConversation;
-use super::{RunRecord, Script, exchange};
+use super::{RunRecord, Script, StateLoss, exchange};
 
 type Sink = Arc<dyn Fn(&RunRecord) + Send + Sync>;
 
@@ -29,6 +29,10 @@ struct State {
     allowed_tools: AllowedTools,
     min_client_version: Option<String>,
     tool_naming: ToolNaming,
+    checkpoint_ttl: Option<Duration>,
+    /// Bumped by each [`Replica::restart`]; a Run waiting for tool results across a bump lost
+    /// its tool session.
+    generation: u64,
 }
 
 /// The agent backend replica: its conversations, scripts and records. Cheap to clone; clones
@@ -41,6 +45,7 @@ struct State {
 #[derive(Clone, Default)]
 pub struct Replica {
     state: Arc<Mutex<State>>,
+    restarted: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Replica {
@@ -58,6 +63,8 @@ impl std::fmt::Debug for Replica {
             .field("allowed_tools", &state.allowed_tools)
             .field("min_client_version", &state.min_client_version)
             .field("tool_naming", &state.tool_naming)
+            .field("checkpoint_ttl", &state.checkpoint_ttl)
+            .field("generation", &state.generation)
             .finish()
     }
 }
@@ -161,6 +168,31 @@ impl Replica {
             .is_some_and(|c| c.owes_tool_result)
     }
 
+    /// Expires checkpoints older than `ttl`, as the backend does after about 30 minutes: a Run
+    /// resuming one fails with `Conversation data missing`. `None` (the default) keeps them.
+    pub fn set_checkpoint_ttl(&self, ttl: Option<Duration>) {
+        self.lock().checkpoint_ttl = ttl;
+    }
+
+    /// Loses `conversation_id`'s server state this way: the next Run of it fails so (and the
+    /// conversation is gone afterwards).
+    pub fn lose(&self, conversation_id: &str, loss: StateLoss) {
+        if let Some(conversation) = self.lock().conversations.get_mut(conversation_id) {
+            conversation.lost = Some(loss);
+        }
+    }
+
+    /// Restarts the backend: every conversation is gone, and a Run waiting for tool results
+    /// ends with `tool session not found` (where the results would have gone).
+    pub fn restart(&self) {
+        {
+            let mut state = self.lock();
+            state.conversations.clear();
+            state.generation += 1;
+        }
+        self.restarted.notify_waiters();
+    }
+
     /// Calls `sink` with each Run's record as the Run ends (for logs).
     pub fn set_record_sink(&self, sink: impl Fn(&RunRecord) + Send + Sync + 'static) {
         self.lock().sink = Some(Arc::new(sink));
@@ -223,6 +255,18 @@ impl Replica {
 
     pub(super) fn conversation(&self, id: &str) -> Option<StoredConversation> {
         self.lock().conversations.get(id).cloned()
+    }
+
+    pub(super) fn checkpoint_ttl(&self) -> Option<Duration> {
+        self.lock().checkpoint_ttl
+    }
+
+    pub(super) fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    pub(super) fn restarted(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.restarted)
     }
 
     pub(super) fn store(&self, id: &str, conversation: StoredConversation) {

@@ -41,6 +41,9 @@ pub enum Script {
     /// After the run request, refuse the Run with the `resource_exhausted` of one of its four
     /// meanings, worded as Cursor words it (PROTOCOL-AGENT §12.2).
     Exhausted(Exhaustion),
+    /// After the run request, fail the Run the way the backend reports this lost state,
+    /// whatever conversation it names (a loss the client cannot avoid by rebuilding).
+    LoseState(StateLoss),
     /// After the run request and before any frame, break the transport this way (the faults
     /// a client may retry once, transparently, because its host saw nothing yet).
     FaultBeforeFirstFrame(Fault),
@@ -85,6 +88,33 @@ impl Exhaustion {
             Self::PlanModel => format!("{model} is not available on your plan. Upgrade to Pro+ or choose another model."),
             Self::Capacity => format!("We're experiencing high demand for {model} right now. Please try again later."),
             Self::ContextOverflow => "Error".into(),
+        }
+    }
+}
+
+/// Server state the backend can lose (PROTOCOL-AGENT §12.3), and how it then fails a Run.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateLoss {
+    /// The conversation's data is gone: `Conversation data missing`.
+    ConversationData,
+    /// A blob the conversation references is gone: `Blob not found`.
+    Blob,
+    /// The tool session of a Run waiting for tool results is gone (the backend restarted):
+    /// `tool session not found`.
+    ToolSession,
+}
+
+impl StateLoss {
+    /// The end-of-stream error the backend sends.
+    pub(super) fn error(self) -> cursor_transport::envelope::ConnectError {
+        use cursor_transport::envelope::{Code, ConnectError};
+        match self {
+            Self::ConversationData => {
+                ConnectError::new(Code::FailedPrecondition, "Conversation data missing")
+            }
+            Self::Blob => ConnectError::new(Code::Internal, "Blob not found [internal]"),
+            Self::ToolSession => ConnectError::new(Code::NotFound, "tool session not found"),
         }
     }
 }
