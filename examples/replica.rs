@@ -25,10 +25,18 @@
 //!   and then send nothing until the client gives up (for abort tests); `text N` makes it
 //!   answer with N one-word text deltas sent back to back, then end the turn (for latency
 //!   measurements); `resource-exhausted MESSAGE` answers HTTP 200 with a `resource_exhausted`
-//!   Connect error, as Cursor refuses a spent quota; `fault reset|close|goaway` breaks the
-//!   Run's stream (or connection) before its first frame; `fault-after-exec reset|close|goaway`
-//!   breaks it after one `request_context` exec the client answered (its audit is the only
-//!   thing the host saw, so the client must not retry).
+//!   Connect error, as Cursor refuses a spent quota;
+//!   `exhausted quota|plan|capacity|context-overflow` refuses it with the `resource_exhausted`
+//!   of that meaning, worded as Cursor words it (the overflow is a bare `Error` before any
+//!   token; docs/PROTOCOL-AGENT.md §13.2); `tool-naming bare|mcp|dash` makes the next Run call
+//!   host tools under that name form (see `--tool-naming`);
+//!   `lose-state conversation-data|blob|tool-session` fails the next Run the way Cursor reports
+//!   that lost state (`Conversation data missing`, `Blob not found`, `tool session not found`;
+//!   §13.3); `restart` restarts the backend at once (every conversation is gone, and a Run
+//!   waiting for tool results ends with `tool session not found`); `fault reset|close|goaway`
+//!   breaks the Run's stream (or connection) before its first frame;
+//!   `fault-after-exec reset|close|goaway` breaks it after one `request_context` exec the
+//!   client answered (its audit is the only thing the host saw, so the client must not retry).
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -58,6 +66,13 @@
 //! - `--max-concurrent-streams N` [`REPLICA_MAX_CONCURRENT_STREAMS`]: the agent listener
 //!   advertises `SETTINGS_MAX_CONCURRENT_STREAMS` N, as a backend limiting open Runs per
 //!   connection does (unlimited by default).
+//! - `--tool-naming bare|mcp|dash` [`REPLICA_TOOL_NAMING`]: the name the model calls a host
+//!   tool by: as advertised (`bash`, the default), `mcp_<provider>_bash`, or `<provider>-bash`;
+//!   live servers use all three (docs/PROTOCOL-AGENT.md §13.1);
+//! - `--checkpoint-ttl SECS` [`REPLICA_CHECKPOINT_TTL`]: expire checkpoints older than SECS
+//!   (fractions allowed): a Run resuming one fails with `Conversation data missing`, as the live
+//!   backend does after about 30 minutes (§13.3); by default checkpoints never expire;
+//! - `--help`: print the flags.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
 //! then `REPLICA_ORIGIN=http://127.0.0.1:PORT` (everything else); the server then runs until
@@ -70,7 +85,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use cursor_agent::testing::{AllowedTools, Fault, HoldOpen, McpStateRequests, Replica, Script};
+use cursor_agent::testing::{
+    AllowedTools, Exhaustion, Fault, HoldOpen, McpStateRequests, Replica, Script, StateLoss,
+    ToolNaming,
+};
 use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
 use cursor_inference::testing::{Replica as InferenceReplica, WireShape};
@@ -86,6 +104,30 @@ use prost::Message as _;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// `--help`: the flags (the module docs above say more, and list the scripts).
+const USAGE: &str = "\
+replica: a loopback replica of Cursor's backend (see examples/replica.rs for the scripts)
+
+  --port N                          listen on 127.0.0.1:N (REPLICA_PORT; 0 picks a free port)
+  --fail-auth                       every Run answers 401 (REPLICA_FAIL_AUTH=1)
+  --login-polls N                   poll rounds of a sign-in that say not yet (REPLICA_LOGIN_POLLS)
+  --log PATH                        append one JSON line per Run (REPLICA_LOG)
+  --hold-open | --hold-open-ms N    keep responses open after turn_ended (REPLICA_HOLD_OPEN[_MS])
+  --heartbeat-ms N                  idle heartbeats every N ms (REPLICA_HEARTBEAT_MS)
+  --mcp-state never|grok|always     Runs that ask for the MCP state first (REPLICA_MCP_STATE)
+  --ignore-allowed-tools            native execs whatever the header says (REPLICA_IGNORE_ALLOWED_TOOLS=1)
+  --min-client-version V            refuse older x-cursor-client-version (REPLICA_MIN_CLIENT_VERSION)
+  --inference-shape live|older      RunInference wire shapes (REPLICA_INFERENCE_SHAPE)
+  --tool-naming bare|mcp|dash       the name host tools are called by (REPLICA_TOOL_NAMING)
+  --checkpoint-ttl SECS             expire checkpoints older than SECS (REPLICA_CHECKPOINT_TTL)
+  --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
+  --help                            this text
+
+POST /replica/script bodies: silent, text N, resource-exhausted MESSAGE,
+  exhausted quota|plan|capacity|context-overflow, tool-naming bare|mcp|dash,
+  lose-state conversation-data|blob|tool-session, restart, fault reset|close|goaway,
+  fault-after-exec reset|close|goaway";
+
 /// The command line.
 #[derive(Debug, Default)]
 struct Options {
@@ -100,6 +142,18 @@ struct Options {
     min_client_version: Option<String>,
     inference_shape: WireShape,
     max_concurrent_streams: Option<u32>,
+    tool_naming: ToolNaming,
+    checkpoint_ttl: Option<Duration>,
+}
+
+/// The `--tool-naming` words.
+fn tool_naming(word: &str) -> Result<ToolNaming, BoxError> {
+    match word {
+        "bare" => Ok(ToolNaming::Bare),
+        "mcp" => Ok(ToolNaming::Mcp),
+        "dash" => Ok(ToolNaming::Dash),
+        other => Err(format!("--tool-naming takes bare, mcp or dash, not {other:?}").into()),
+    }
 }
 
 /// The `--inference-shape` words.
@@ -156,6 +210,13 @@ impl Options {
             max_concurrent_streams: env("REPLICA_MAX_CONCURRENT_STREAMS")
                 .map(|n| n.parse())
                 .transpose()?,
+            tool_naming: env("REPLICA_TOOL_NAMING")
+                .map(|word| tool_naming(&word))
+                .transpose()?
+                .unwrap_or_default(),
+            checkpoint_ttl: env("REPLICA_CHECKPOINT_TTL")
+                .map(|secs| secs.parse().map(Duration::from_secs_f64))
+                .transpose()?,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -193,6 +254,18 @@ impl Options {
                         .next()
                         .ok_or("--max-concurrent-streams needs a number")?;
                     options.max_concurrent_streams = Some(n.parse()?);
+                }
+                "--checkpoint-ttl" => {
+                    let secs = args.next().ok_or("--checkpoint-ttl needs seconds")?;
+                    options.checkpoint_ttl = Some(Duration::from_secs_f64(secs.parse()?));
+                }
+                "--help" | "-h" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                "--tool-naming" => {
+                    let word = args.next().ok_or("--tool-naming needs a word")?;
+                    options.tool_naming = tool_naming(&word)?;
                 }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
@@ -243,6 +316,8 @@ async fn main() -> Result<(), BoxError> {
         replica.set_allowed_tools(AllowedTools::Ignore);
     }
     replica.set_min_client_version(options.min_client_version.clone());
+    replica.set_tool_naming(options.tool_naming);
+    replica.set_checkpoint_ttl(options.checkpoint_ttl);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -361,9 +436,45 @@ fn answer(
 /// Queues a script for the next Run from a `POST /replica/script` body.
 fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
     let body = String::from_utf8_lossy(body);
+    if body.trim() == "restart" {
+        replica.restart();
+        return with_type(
+            Response::new(Bytes::from_static(b"restarted")),
+            "text/plain",
+        );
+    }
     let script = match body.trim().split_once(' ') {
         None if body.trim() == "silent" => Script::Silent,
+        Some(("lose-state", loss)) => match loss.trim() {
+            "conversation-data" => Script::LoseState(StateLoss::ConversationData),
+            "blob" => Script::LoseState(StateLoss::Blob),
+            "tool-session" => Script::LoseState(StateLoss::ToolSession),
+            _ => {
+                return error(
+                    400,
+                    Code::InvalidArgument,
+                    "lose-state takes conversation-data, blob or tool-session",
+                );
+            }
+        },
         Some(("resource-exhausted", message)) => Script::ResourceExhausted(message.trim().into()),
+        Some(("exhausted", meaning)) => match meaning.trim() {
+            "quota" => Script::Exhausted(Exhaustion::Quota),
+            "plan" => Script::Exhausted(Exhaustion::PlanModel),
+            "capacity" => Script::Exhausted(Exhaustion::Capacity),
+            "context-overflow" => Script::Exhausted(Exhaustion::ContextOverflow),
+            _ => {
+                return error(
+                    400,
+                    Code::InvalidArgument,
+                    "exhausted takes quota, plan, capacity or context-overflow",
+                );
+            }
+        },
+        Some(("tool-naming", word)) => match tool_naming(word.trim()) {
+            Ok(naming) => Script::ToolNaming(naming),
+            Err(e) => return error(400, Code::InvalidArgument, &e.to_string()),
+        },
         Some((verb @ ("fault" | "fault-after-exec"), kind)) => {
             let fault = match kind.trim() {
                 "reset" => Fault::ResetStream,
@@ -392,6 +503,9 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
         },
         _ => {
             let known = "unknown script (known: `silent`, `text N`, `resource-exhausted MESSAGE`, \
+                         `exhausted quota|plan|capacity|context-overflow`, \
+                         `tool-naming bare|mcp|dash`, \
+                         `lose-state conversation-data|blob|tool-session`, `restart`, \
                          `fault reset|close|goaway`, `fault-after-exec reset|close|goaway`)";
             return error(400, Code::InvalidArgument, known);
         }

@@ -258,6 +258,9 @@ pub struct Timers {
     /// How often each translated native exec parked on a host tool call gets an
     /// `ExecClientHeartbeat{id}` (3 s), so a long host-side run never trips a per-exec timeout.
     pub exec_heartbeat_interval: Duration,
+    /// How long a session waits before its one transparent retry of a capacity refusal that
+    /// came before anything streamed (2 s; PROTOCOL-AGENT §13.2).
+    pub capacity_retry_backoff: Duration,
 }
 
 impl Default for Timers {
@@ -268,6 +271,7 @@ impl Default for Timers {
             idle_timeout: Duration::from_secs(120),
             tool_call_debounce: Duration::from_millis(150),
             exec_heartbeat_interval: Duration::from_secs(3),
+            capacity_retry_backoff: Duration::from_secs(2),
         }
     }
 }
@@ -291,6 +295,7 @@ impl Timers {
             ("idle_timeout", self.idle_timeout),
             ("tool_call_debounce", self.tool_call_debounce),
             ("exec_heartbeat_interval", self.exec_heartbeat_interval),
+            ("capacity_retry_backoff", self.capacity_retry_backoff),
         ];
         for (name, value) in named {
             if value.is_zero() || value > MAX_TIMER {

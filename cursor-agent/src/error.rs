@@ -55,6 +55,14 @@ pub enum AgentError {
         /// What Cursor no longer has.
         missing: RemoteMissing,
     },
+    /// Cursor no longer has this conversation's server state (`Conversation data missing`, a
+    /// blob it lost, a tool session gone after a restart, an expired checkpoint): the
+    /// conversation must be rebuilt from the transcript (PROTOCOL-AGENT §13.3).
+    #[error("Cursor lost this conversation's server state: {what}")]
+    ServerStateLost {
+        /// What the server said.
+        what: String,
+    },
     /// A blob is larger than the per-blob cap.
     #[error("blob of {len} bytes exceeds the {max}-byte cap")]
     BlobTooLarge {
@@ -152,6 +160,12 @@ impl AgentError {
     pub fn is_stale_resume(&self) -> bool {
         matches!(self, Self::StaleResume { .. })
     }
+
+    /// True when Cursor lost the conversation's server state, resumed or rebuilt: it must be
+    /// rebuilt from the transcript.
+    pub fn is_server_state_lost(&self) -> bool {
+        matches!(self, Self::ServerStateLost { .. })
+    }
 }
 
 impl Classify for AgentError {
@@ -161,7 +175,7 @@ impl Classify for AgentError {
             Self::Idle { .. } | Self::StreamEndedEarly => ErrorKind::Network,
             Self::Remote(info) => info.kind,
             // The backend's model refused to use the only tools this client allows.
-            Self::LoopGuard { .. } => ErrorKind::RemoteRefusal,
+            Self::LoopGuard { .. } | Self::ServerStateLost { .. } => ErrorKind::RemoteRefusal,
             Self::StaleResume { .. }
             | Self::BlobTooLarge { .. }
             | Self::BlobStoreFull { .. }
@@ -195,6 +209,8 @@ impl Classify for AgentError {
             Self::StaleResume { .. } => {
                 NextStep::host_bug("rebuild the conversation from the transcript")
             }
+            // A new turn plans from no handle, so it rebuilds from the transcript.
+            Self::ServerStateLost { .. } => NextStep::Retry,
             Self::BlobTooLarge { .. } | Self::BlobStoreFull { .. } => NextStep::StartNewSession,
             Self::UnsupportedImage { .. } => {
                 NextStep::fix_input("attach the image as png, jpeg, gif, webp or bmp")
@@ -277,6 +293,18 @@ pub enum StreamOutcome {
     /// The server answered Connect `not_found`: the remote conversation is gone. On a resumed
     /// Run this is a stale resume ([`AgentError::StaleResume`]); otherwise like [`Self::Err`].
     NotFound(ErrorInfo),
+}
+
+/// True when the server's words say it lost the conversation's state (PROTOCOL-AGENT §13.3).
+pub(crate) fn says_state_lost(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    [
+        "conversation data missing",
+        "blob not found",
+        "tool session not found",
+    ]
+    .iter()
+    .any(|cue| message.contains(cue))
 }
 
 /// How the transport's failure ends the stream for the run.

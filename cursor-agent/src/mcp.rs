@@ -56,14 +56,45 @@ pub(crate) fn state(
     (result, count, tools)
 }
 
-/// The host tool name an `mcp_args` asks for: `tool_name` (or `name`), `mcp_pi_` stripped.
-pub(crate) fn requested_name<'a>(args: &'a McpArgs, prefix: &str) -> &'a str {
-    let raw = if args.tool_name.is_empty() {
+/// The name an `mcp_args` calls: `tool_name`, or `name` when that is empty.
+pub(crate) fn raw_name(args: &McpArgs) -> &str {
+    if args.tool_name.is_empty() {
         &args.name
     } else {
         &args.tool_name
-    };
-    raw.strip_prefix(prefix).unwrap_or(raw)
+    }
+}
+
+/// The advertised tool `raw` names. Live servers call a tool of provider `p` as advertised
+/// (`bash`), as `mcp_<p>_bash` or as `<p>-bash` (PROTOCOL-AGENT §13.1): an exact match wins, then the one advertised tool a prefix form leaves. `None`
+/// when nothing matches, or (defensively: no provider id makes both forms fit one name) when
+/// the forms name different tools.
+pub(crate) fn resolve<'a>(
+    raw: &'a str,
+    provider: &str,
+    advertised: impl Fn(&str) -> bool,
+) -> Option<&'a str> {
+    if advertised(raw) {
+        return Some(raw);
+    }
+    let mut found = stripped(raw, provider).filter(|name| advertised(name));
+    let first = found.next()?;
+    found.all(|other| other == first).then_some(first)
+}
+
+/// `raw` without each provider prefix form it starts with (`mcp_<p>_`, `<p>-`).
+fn stripped<'a>(raw: &'a str, provider: &str) -> impl Iterator<Item = &'a str> {
+    let mcp = format!("mcp_{provider}_");
+    let dash = format!("{provider}-");
+    [mcp, dash]
+        .into_iter()
+        .filter_map(move |prefix| raw.strip_prefix(prefix.as_str()))
+        .filter(|name| !name.is_empty())
+}
+
+/// The name to report for a call nothing resolves: `raw` without a provider prefix form.
+pub(crate) fn unresolved_name<'a>(raw: &'a str, provider: &str) -> &'a str {
+    stripped(raw, provider).next().unwrap_or(raw)
 }
 
 /// True when the call names another MCP provider than ours (an empty provider is ours).
@@ -216,7 +247,18 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn prefixed_names_are_stripped_and_args_decoded() {
+    fn each_naming_form_resolves_to_the_advertised_tool_and_args_decode() {
+        let tools = ["bash", "read"];
+        let advertised = |name: &str| tools.contains(&name);
+        for raw in ["bash", "mcp_acme_bash", "acme-bash"] {
+            assert_eq!(resolve(raw, "acme", advertised), Some("bash"), "{raw}");
+        }
+        for raw in ["mcp_other_bash", "other-bash", "acme-", "mcp_acme_", "nope"] {
+            assert_eq!(resolve(raw, "acme", advertised), None, "{raw}");
+        }
+        assert_eq!(unresolved_name("acme-nope", "acme"), "nope");
+        assert_eq!(unresolved_name("nope", "acme"), "nope");
+
         let mut args = McpArgs {
             name: "mcp_pi_bash".into(),
             tool_call_id: "call-1".into(),
@@ -235,7 +277,7 @@ mod tests {
                 kind: Some(Kind::NumberValue(5.0)),
             },
         );
-        let name = requested_name(&args, "mcp_pi_");
+        let name = resolve(raw_name(&args), "pi", advertised).unwrap();
         assert_eq!(name, "bash");
         let call = tool_call(&args, name, "fallback".into());
         assert_eq!(
@@ -243,6 +285,17 @@ mod tests {
             ToolCall::new("call-1", "bash", json!({"command": "ls", "timeout": 5}))
         );
         assert!(!foreign_provider(&args, "acme"));
+    }
+
+    #[test]
+    fn an_exact_name_wins_over_a_prefix_form() {
+        let tools = ["acme-bash", "bash"];
+        let advertised = |name: &str| tools.contains(&name);
+        assert_eq!(resolve("acme-bash", "acme", advertised), Some("acme-bash"));
+        assert_eq!(
+            resolve("mcp_acme_acme-bash", "acme", advertised),
+            Some("acme-bash")
+        );
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub enum Refusal {
     Entitlement,
     /// The backend failed while serving (Connect `internal` or `unknown`); retrying may work.
     ServerFault,
+    /// The request is larger than the model's context window; compacting the conversation
+    /// may make it fit.
+    ContextOverflow,
     /// Any other refusal; the message says why.
     Other,
 }
@@ -31,8 +34,40 @@ impl Refusal {
             Self::Capacity => NextStep::WaitAndRetry,
             Self::Entitlement => NextStep::SwitchModel,
             Self::ServerFault => NextStep::Retry,
+            Self::ContextOverflow => NextStep::CompactConversation,
             Self::Other => NextStep::ReadServerMessage,
         }
+    }
+
+    /// What an end-of-stream `resource_exhausted` means (PROTOCOL-AGENT §13.2): the message's
+    /// cue when it has one (version floor, spent quota, a model the plan lacks, transient
+    /// capacity, an oversized prompt); a bare one (Cursor sends `Error`) is a context overflow
+    /// when the call streamed no token (`streamed_tokens == Some(0)`), a spent quota otherwise.
+    pub fn of_resource_exhausted(message: &str, streamed_tokens: Option<u64>) -> Self {
+        match Self::from_text(message) {
+            Some(refusal) => refusal,
+            None if streamed_tokens == Some(0) => Self::ContextOverflow,
+            None => Self::Quota,
+        }
+    }
+
+    /// When a spent quota comes back, as the message words it: the words after `resets` or
+    /// `try again` (`in 14 minutes`, `on Nov 1, 2026`), up to the end of their sentence.
+    pub fn quota_resets(message: &str) -> Option<String> {
+        let lower = message.to_ascii_lowercase();
+        let start = ["resets ", "reset ", "try again "]
+            .iter()
+            .find_map(|cue| lower.find(cue).map(|at| at + cue.len()))?;
+        let rest = &message[start..];
+        let end = rest
+            .char_indices()
+            .find(|&(i, c)| {
+                matches!(c, '!' | '?' | '\n')
+                    || (c == '.' && !rest[i + 1..].starts_with(|d: char| d.is_ascii_digit()))
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        let when = rest[..end].trim();
+        (!when.is_empty()).then(|| when.to_owned())
     }
 
     /// Tells a refusal apart by the words of its message (there is no structured field for it).
@@ -57,24 +92,40 @@ impl Refusal {
             "spend limit",
             "hard limit",
             "included usage",
+            "resets in",
+            "resets on",
+            "resets at",
         ]) {
             Some(Self::Quota)
-        } else if has(&[
-            "rate limit",
-            "too many requests",
-            "capacity",
-            "overloaded",
-            "try again later",
-            "temporarily unavailable",
-        ]) {
-            Some(Self::Capacity)
         } else if has(&[
             "not enabled for",
             "not entitled",
             "entitlement",
             "not available on your plan",
+            "not included in your plan",
+            "not available on the free plan",
+            "your plan does not include",
+            "upgrade your plan",
         ]) {
             Some(Self::Entitlement)
+        } else if has(&[
+            "context length",
+            "context window",
+            "maximum context",
+            "prompt is too long",
+            "too many tokens",
+        ]) {
+            Some(Self::ContextOverflow)
+        } else if has(&[
+            "rate limit",
+            "too many requests",
+            "capacity",
+            "overloaded",
+            "high demand",
+            "try again later",
+            "temporarily unavailable",
+        ]) {
+            Some(Self::Capacity)
         } else {
             None
         }
@@ -257,8 +308,15 @@ impl Classify for CursorError {
             Self::Network { message, .. } | Self::ProtocolDrift { message } => message.clone(),
             other => other.to_string(),
         };
+        let resets = match self {
+            Self::Connect { error, .. } if self.refusal() == Some(Refusal::Quota) => {
+                Refusal::quota_resets(&classification_text(error))
+            }
+            _ => None,
+        };
         ErrorInfo::new(self.kind(), message, self.next_step())
             .with_wire(self.connect_code(), self.http_status())
+            .with_quota_resets(resets)
     }
 }
 
@@ -296,15 +354,11 @@ fn classify(error: &ConnectError, http_status: Option<u16>) -> (ErrorKind, Optio
         );
     }
     match error.code {
-        // Cursor sends rate limits and used-up quotas alike as an end-of-stream
-        // `resource_exhausted` after a 200 (docs/PROTOCOL.md §2.2): the account's budget,
-        // whatever the wording, unless the words say version floor or entitlement.
+        // One code, several meanings, told apart by the words (PROTOCOL-AGENT §13.2); a bare
+        // one is the quota's here, where the tokens the call streamed are not known.
         Code::ResourceExhausted => (
             ErrorKind::RemoteRefusal,
-            Some(match refusal_text {
-                Some(r @ (Refusal::ClientVersionFloor | Refusal::Entitlement)) => r,
-                _ => Refusal::Quota,
-            }),
+            Some(Refusal::of_resource_exhausted(&text, None)),
         ),
         Code::Unavailable | Code::DeadlineExceeded | Code::Canceled => (ErrorKind::Network, None),
         Code::Unimplemented => (ErrorKind::ProtocolDrift, None),
@@ -401,27 +455,80 @@ mod tests {
             "You have hit your usage limit",
             None,
         );
-        // Rate limits arrive as resource_exhausted too (docs/PROTOCOL.md §2.2): the quota's.
-        let rate = remote(Code::ResourceExhausted, "Rate limit exceeded", None);
-        let vague = remote(Code::ResourceExhausted, "exhausted", None);
+        let timed = remote(
+            Code::ResourceExhausted,
+            "Rate limit exceeded for grok-4.7. Resets in 14 minutes.",
+            None,
+        );
+        // Bare: the quota's where the streamed tokens are unknown.
+        let vague = remote(Code::ResourceExhausted, "Error", None);
         let entitlement = remote(
             Code::ResourceExhausted,
             "grok-4.7 is not available on your plan",
             None,
         );
+        let capacity = remote(Code::ResourceExhausted, "Rate limit exceeded", None);
+        let overflow = remote(
+            Code::ResourceExhausted,
+            "The prompt is too long for this model's context window",
+            None,
+        );
         assert_eq!(floor.refusal(), Some(Refusal::ClientVersionFloor));
         assert_eq!(floor.next_step(), NextStep::UpdateClientVersion);
-        for quota in [&quota, &rate, &vague] {
+        for quota in [&quota, &timed, &vague] {
             assert_eq!(quota.refusal(), Some(Refusal::Quota), "{quota}");
             assert_eq!(quota.next_step(), NextStep::WaitForQuota, "{quota}");
         }
+        assert_eq!(
+            ErrorInfo::from(&timed).quota_resets.as_deref(),
+            Some("in 14 minutes")
+        );
+        assert_eq!(ErrorInfo::from(&quota).quota_resets, None);
         assert_eq!(entitlement.refusal(), Some(Refusal::Entitlement));
-        for err in [floor, quota, rate, vague, entitlement] {
+        assert_eq!(entitlement.next_step(), NextStep::SwitchModel);
+        assert_eq!(capacity.refusal(), Some(Refusal::Capacity));
+        assert_eq!(capacity.next_step(), NextStep::WaitAndRetry);
+        assert_eq!(overflow.refusal(), Some(Refusal::ContextOverflow));
+        assert_eq!(overflow.next_step(), NextStep::CompactConversation);
+        for err in [floor, quota, vague, entitlement, capacity, overflow] {
             assert_eq!(err.kind(), ErrorKind::RemoteRefusal);
         }
         // A 429 without a Connect code is the capacity's, not the quota's.
         let busy = remote(Code::Unknown, "", Some(429));
         assert_eq!(busy.refusal(), Some(Refusal::Capacity));
+    }
+
+    #[test]
+    fn a_bare_resource_exhausted_before_any_token_is_a_context_overflow() {
+        assert_eq!(
+            Refusal::of_resource_exhausted("Error", Some(0)),
+            Refusal::ContextOverflow
+        );
+        assert_eq!(
+            Refusal::of_resource_exhausted("Error", Some(12)),
+            Refusal::Quota
+        );
+        // A cue wins over the token count.
+        assert_eq!(
+            Refusal::of_resource_exhausted("You have hit your usage limit", Some(0)),
+            Refusal::Quota
+        );
+    }
+
+    #[test]
+    fn the_quota_reset_is_read_to_the_end_of_its_sentence() {
+        assert_eq!(
+            Refusal::quota_resets(
+                "Usage limit reached. Your limit resets on Nov 1, 2026. Upgrade for more."
+            )
+            .as_deref(),
+            Some("on Nov 1, 2026")
+        );
+        assert_eq!(
+            Refusal::quota_resets("Quota spent, try again in 2.5 hours").as_deref(),
+            Some("in 2.5 hours")
+        );
+        assert_eq!(Refusal::quota_resets("quota spent"), None);
     }
 
     #[test]

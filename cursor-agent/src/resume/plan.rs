@@ -44,7 +44,8 @@ pub enum StaleReason {
     UnusableCheckpoint(String),
     /// The handle's blobs do not fit the run's blob store.
     UnusableBlobs(String),
-    /// A resumed Run found the remote side gone (blob miss or `not_found`).
+    /// A resumed Run found the remote side gone (blob miss or `not_found`), or a Run found
+    /// its server state lost (PROTOCOL-AGENT §13.3).
     RemoteStale(String),
     /// A tool round of the remote conversation was abandoned while the backend waited for its
     /// results ([`Handle::awaiting_tool_results`]); resuming it would stall.
@@ -228,8 +229,12 @@ impl ResumePlanner {
     /// After the planned Run failed with `error`: when a resume went stale (blob miss or remote
     /// `not_found`), the rebuild to run instead, once, starting with a `Reset`; the caller drops
     /// the handle. Anything else, including a miss during a rebuild, fails closed with `error`.
+    ///
+    /// Cursor losing the conversation's server state (PROTOCOL-AGENT §13.3) is recovered the
+    /// same way whether the Run resumed or rebuilt.
     pub fn recover(&mut self, error: &AgentError) -> Result<Plan, AgentError> {
-        if !error.is_stale_resume() || self.current != Some(RunLabel::Resume) {
+        let stale = error.is_stale_resume() && self.current == Some(RunLabel::Resume);
+        if !stale && !error.is_server_state_lost() {
             return Err(error.clone());
         }
         let previous = self.previous_id.clone().unwrap_or_default();

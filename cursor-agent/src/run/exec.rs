@@ -94,11 +94,16 @@ impl AgentRun {
         args: &McpArgs,
         now: Instant,
     ) -> Result<(), AgentError> {
-        let name = mcp::requested_name(args, &self.prefix).to_owned();
-        let registered = |tools: &[Tool]| tools.iter().any(|tool| tool.name == name);
-        let admitted = !mcp::foreign_provider(args, &self.config.profile.provider_identifier)
-            && (registered(&self.catalog) || registered(&self.live_tools));
-        if !admitted {
+        let provider = &self.config.profile.provider_identifier;
+        let raw = mcp::raw_name(args);
+        let registered = |tools: &[Tool], name: &str| tools.iter().any(|tool| tool.name == name);
+        let resolved = mcp::resolve(raw, provider, |name| {
+            registered(&self.catalog, name) || registered(&self.live_tools, name)
+        })
+        .filter(|_| !mcp::foreign_provider(args, provider))
+        .map(str::to_owned);
+        let Some(name) = resolved else {
+            let name = mcp::unresolved_name(raw, provider).to_owned();
             self.miss()?;
             let available = ranking::rank_by_shared_words(&self.live_tools, &name);
             self.transmits.push_back(frames::exec_reply(
@@ -109,7 +114,7 @@ impl AgentRun {
             self.transmits.push_back(frames::stream_close(id));
             self.audit(id, ExecArm::Mcp, ExecOutcome::ToolNotFound { name });
             return Ok(());
-        }
+        };
         let call = mcp::tool_call(args, &name, format!("exec-{id}"));
         self.hand_to_host(id, exec_id, ExecArm::Mcp, call, None, now)
     }

@@ -182,6 +182,11 @@ impl AgentRun {
         }
         self.fail(match outcome {
             StreamOutcome::Ok => AgentError::StreamEndedEarly,
+            StreamOutcome::Err(info) | StreamOutcome::NotFound(info)
+                if crate::error::says_state_lost(&info.message) =>
+            {
+                AgentError::ServerStateLost { what: info.message }
+            }
             // The remote conversation is gone: a resumed run must rebuild (§10).
             StreamOutcome::NotFound(info) if self.config.resume => AgentError::StaleResume {
                 missing: RemoteMissing::Conversation {
@@ -189,8 +194,29 @@ impl AgentRun {
                     message: info.message,
                 },
             },
+            StreamOutcome::Err(info) if info.code.as_deref() == Some("resource_exhausted") => {
+                AgentError::Remote(self.exhausted(info))
+            }
             StreamOutcome::Err(info) | StreamOutcome::NotFound(info) => AgentError::Remote(info),
         });
+    }
+
+    /// A `resource_exhausted` read with what only the Run knows: a bare one before any token
+    /// is a context overflow, not a spent quota (PROTOCOL-AGENT §13.2).
+    fn exhausted(&self, mut info: ErrorInfo) -> ErrorInfo {
+        let meaning = cursor_transport::Refusal::of_resource_exhausted(
+            &info.message,
+            Some(self.output_tokens),
+        );
+        if meaning == cursor_transport::Refusal::ContextOverflow {
+            info.message = format!(
+                "{}: Cursor refused the turn before any token, as it does when the prompt is too long for the model's context window",
+                info.message
+            );
+            info.next_step = meaning.next_step();
+            info.quota_resets = None;
+        }
+        info
     }
 
     pub(super) fn dispatch(

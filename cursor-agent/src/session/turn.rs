@@ -75,6 +75,9 @@ struct Ctx {
     auth_replay_left: bool,
     /// One transparent retry of a network failure before the host saw anything.
     network_retry_left: bool,
+    /// One transparent retry, after a backoff, of a capacity refusal before the host saw
+    /// anything.
+    capacity_retry_left: bool,
     rebuild_left: bool,
     /// An event of a Run of this turn reached the host, of any kind (a Run that streamed is
     /// never replayed).
@@ -217,6 +220,7 @@ impl Ctx {
             conversation_id: None,
             auth_replay_left: true,
             network_retry_left: true,
+            capacity_retry_left: true,
             rebuild_left: true,
             streamed: false,
         }
@@ -355,6 +359,21 @@ impl State {
                         "run": self.ctx.label.as_str(),
                         "failure": info.message,
                     }));
+                    match self.start().await {
+                        Ok(retried) => self.step = Step::Stream(retried),
+                        Err(failure) => self.fail(failure),
+                    }
+                    return None;
+                }
+                if self.may_retry_capacity(&info) {
+                    self.ctx.capacity_retry_left = false;
+                    let backoff = self.shared.config.timers.capacity_retry_backoff;
+                    self.debug(serde_json::json!({
+                        "event": "capacityRetry",
+                        "run": self.ctx.label.as_str(),
+                        "backoffMs": u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+                    }));
+                    tokio::time::sleep(backoff).await;
                     match self.start().await {
                         Ok(retried) => self.step = Step::Stream(retried),
                         Err(failure) => self.fail(failure),
@@ -500,16 +519,30 @@ impl State {
             && matches!(failure, Some(AgentError::Remote(info)) if info.kind == ErrorKind::Network)
     }
 
-    /// After a resumed Run failed: when the resume was stale, the rebuild to stream instead
-    /// (once per turn, the handle dropped); `None` when the failure was anything else.
+    /// Cursor at capacity refused the Run before the host saw anything: one more try after a
+    /// backoff may find room (PROTOCOL-AGENT §13.2); a second refusal reaches the host.
+    fn may_retry_capacity(&self, info: &ErrorInfo) -> bool {
+        self.ctx.capacity_retry_left
+            && !self.ctx.streamed
+            && info.kind == ErrorKind::RemoteRefusal
+            && info.next_step == NextStep::WaitAndRetry
+    }
+
+    /// After a Run failed: when a resume was stale or Cursor lost the conversation's state,
+    /// the rebuild to stream instead (once per turn, the handle dropped); `None` when the
+    /// failure was anything else, or a second loss in the turn.
     async fn rebuild_if_stale(
         &mut self,
         failure: Option<AgentError>,
     ) -> Option<Result<Live, ErrorInfo>> {
-        if self.ctx.label != RunLabel::Resume || !self.ctx.rebuild_left {
+        if !self.ctx.rebuild_left {
             return None;
         }
         let failure = failure?;
+        // Lost server state is rebuilt whatever the Run was; a stale handle only on a resume.
+        if self.ctx.label != RunLabel::Resume && !failure.is_server_state_lost() {
+            return None;
+        }
         let plan = self.ctx.planner.as_mut()?.recover(&failure).ok()?;
         self.ctx.rebuild_left = false;
         self.ctx.label = RunLabel::Rebuild;

@@ -30,6 +30,10 @@ pub(super) struct StoredConversation {
     /// A Run of this conversation asked for a tool result and its client went away before
     /// sending it: the backend still waits for it, and every later Run stalls.
     pub(super) owes_tool_result: bool,
+    /// When the last checkpoint was written (the backend expires old ones).
+    pub(super) checkpointed_at: Option<std::time::Instant>,
+    /// The backend lost this conversation's state this way: its next Run fails so.
+    pub(super) lost: Option<super::StateLoss>,
 }
 
 impl StoredConversation {

@@ -48,5 +48,5 @@ mod replica;
 mod script;
 
 pub use record::{ExecRecord, RunRecord};
-pub use replica::{AllowedTools, HoldOpen, McpStateRequests, Replica, ReplicaServer};
-pub use script::{Fault, Script};
+pub use replica::{AllowedTools, HoldOpen, McpStateRequests, Replica, ReplicaServer, ToolNaming};
+pub use script::{Exhaustion, Fault, Script, StateLoss};

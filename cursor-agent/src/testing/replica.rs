@@ -11,7 +11,7 @@ use cursor_transport::testing::{TestServer, TestServerBuilder};
 use tokio::task::JoinHandle;
 
 use super::checkpoint::StoredConversation;
-use super::{RunRecord, Script, exchange};
+use super::{RunRecord, Script, StateLoss, exchange};
 
 type Sink = Arc<dyn Fn(&RunRecord) + Send + Sync>;
 
@@ -28,6 +28,11 @@ struct State {
     mcp_state: McpStateRequests,
     allowed_tools: AllowedTools,
     min_client_version: Option<String>,
+    tool_naming: ToolNaming,
+    checkpoint_ttl: Option<Duration>,
+    /// Bumped by each [`Replica::restart`]; a Run waiting for tool results across a bump lost
+    /// its tool session.
+    generation: u64,
 }
 
 /// The agent backend replica: its conversations, scripts and records. Cheap to clone; clones
@@ -40,6 +45,7 @@ struct State {
 #[derive(Clone, Default)]
 pub struct Replica {
     state: Arc<Mutex<State>>,
+    restarted: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Replica {
@@ -56,6 +62,9 @@ impl std::fmt::Debug for Replica {
             .field("mcp_state", &state.mcp_state)
             .field("allowed_tools", &state.allowed_tools)
             .field("min_client_version", &state.min_client_version)
+            .field("tool_naming", &state.tool_naming)
+            .field("checkpoint_ttl", &state.checkpoint_ttl)
+            .field("generation", &state.generation)
             .finish()
     }
 }
@@ -144,13 +153,45 @@ impl Replica {
         self.lock().min_client_version = version;
     }
 
-    /// True when the replica holds `conversation_id` waiting for a tool result its client never
-    /// sent (an abandoned tool round): every later Run of it stalls (docs/PROTOCOL-AGENT.md §12.5).
+    /// How the model names a host tool when it calls it (`mcp_args.name` and `tool_name`).
+    /// Live servers use all three forms of [`ToolNaming`]; default: [`ToolNaming::Bare`].
+    pub fn set_tool_naming(&self, naming: ToolNaming) {
+        self.lock().tool_naming = naming;
+    }
+
+    /// True when the replica holds `conversation_id` waiting for a tool result its client
+    /// never sent (an abandoned tool round): every later Run of it stalls (docs/PROTOCOL-AGENT.md
+    /// §12.5).
     pub fn owes_tool_result(&self, conversation_id: &str) -> bool {
         self.lock()
             .conversations
             .get(conversation_id)
             .is_some_and(|c| c.owes_tool_result)
+    }
+
+    /// Expires checkpoints older than `ttl`, as the backend does after about 30 minutes: a Run
+    /// resuming one fails with `Conversation data missing`. `None` (the default) keeps them.
+    pub fn set_checkpoint_ttl(&self, ttl: Option<Duration>) {
+        self.lock().checkpoint_ttl = ttl;
+    }
+
+    /// Loses `conversation_id`'s server state this way: the next Run of it fails so (and the
+    /// conversation is gone afterwards).
+    pub fn lose(&self, conversation_id: &str, loss: StateLoss) {
+        if let Some(conversation) = self.lock().conversations.get_mut(conversation_id) {
+            conversation.lost = Some(loss);
+        }
+    }
+
+    /// Restarts the backend: every conversation is gone, and a Run waiting for tool results
+    /// ends with `tool session not found` (where the results would have gone).
+    pub fn restart(&self) {
+        {
+            let mut state = self.lock();
+            state.conversations.clear();
+            state.generation += 1;
+        }
+        self.restarted.notify_waiters();
     }
 
     /// Calls `sink` with each Run's record as the Run ends (for logs).
@@ -205,12 +246,28 @@ impl Replica {
         self.lock().allowed_tools
     }
 
+    pub(super) fn tool_naming(&self) -> ToolNaming {
+        self.lock().tool_naming
+    }
+
     pub(super) fn min_client_version(&self) -> Option<String> {
         self.lock().min_client_version.clone()
     }
 
     pub(super) fn conversation(&self, id: &str) -> Option<StoredConversation> {
         self.lock().conversations.get(id).cloned()
+    }
+
+    pub(super) fn checkpoint_ttl(&self) -> Option<Duration> {
+        self.lock().checkpoint_ttl
+    }
+
+    pub(super) fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    pub(super) fn restarted(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.restarted)
     }
 
     pub(super) fn store(&self, id: &str, conversation: StoredConversation) {
@@ -274,6 +331,31 @@ pub enum AllowedTools {
     /// despite the list, docs/PROTOCOL-AGENT.md §12.3): the audit guarantee must not rest on the
     /// header.
     Ignore,
+}
+
+/// How the replica's model names the host tool it calls (see [`Replica::set_tool_naming`]).
+/// Live servers were seen using each (PROTOCOL-AGENT §13.1).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolNaming {
+    /// The name as advertised (`bash`).
+    #[default]
+    Bare,
+    /// `mcp_<provider_identifier>_<name>` (`mcp_acme_bash`).
+    Mcp,
+    /// `<provider_identifier>-<name>` (`acme-bash`).
+    Dash,
+}
+
+impl ToolNaming {
+    /// `tool` named this way for `provider`.
+    pub fn name(self, provider: &str, tool: &str) -> String {
+        match self {
+            Self::Bare => tool.to_owned(),
+            Self::Mcp => format!("mcp_{provider}_{tool}"),
+            Self::Dash => format!("{provider}-{tool}"),
+        }
+    }
 }
 
 /// What the replica does with a stream after `turn_ended`.

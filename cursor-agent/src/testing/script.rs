@@ -2,6 +2,8 @@
 
 use cursor_proto::agent::v1::AgentServerMessage;
 
+use super::ToolNaming;
+
 /// A scripted behaviour for one Run; queued with [`Replica::script`](super::Replica::script)
 /// and consumed in order, one per Run opened. Runs without a script use the model.
 #[non_exhaustive]
@@ -9,6 +11,9 @@ use cursor_proto::agent::v1::AgentServerMessage;
 pub enum Script {
     /// Serve the Run with the deterministic model (the default).
     Model,
+    /// Serve the Run with the model, naming the host tools it calls this way (overrides
+    /// [`Replica::set_tool_naming`](super::Replica::set_tool_naming) for one Run).
+    ToolNaming(ToolNaming),
     /// Answer the open with HTTP 401 and a Connect `unauthenticated` error.
     Unauthenticated,
     /// After the run request, send one frame whose payload is not a protobuf message.
@@ -33,6 +38,12 @@ pub enum Script {
     /// quota: HTTP 200, then an end-of-stream `resource_exhausted` with this message
     /// (docs/PROTOCOL-AGENT.md §12.5).
     ResourceExhausted(String),
+    /// After the run request, refuse the Run with the `resource_exhausted` of one of its four
+    /// meanings, worded as Cursor words it (PROTOCOL-AGENT §13.2).
+    Exhausted(Exhaustion),
+    /// After the run request, fail the Run the way the backend reports this lost state,
+    /// whatever conversation it names (a loss the client cannot avoid by rebuilding).
+    LoseState(StateLoss),
     /// After the run request and before any frame, break the transport this way (the faults
     /// a client may retry once, transparently, because its host saw nothing yet).
     FaultBeforeFirstFrame(Fault),
@@ -53,4 +64,58 @@ pub enum Fault {
     CloseConnection,
     /// `GOAWAY` with an error code, which fails the streams in flight.
     GoawayWithError,
+}
+
+/// The four meanings of an end-of-stream `resource_exhausted` (see [`Script::Exhausted`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exhaustion {
+    /// The account's usage is spent; the message says so and when it resets.
+    Quota,
+    /// The plan does not include the requested model.
+    PlanModel,
+    /// Transient capacity: the next Run may succeed.
+    Capacity,
+    /// The prompt is larger than the model's context window: the root prompt is read, then a
+    /// bare `Error` arrives before any token.
+    ContextOverflow,
+}
+
+impl Exhaustion {
+    /// The end-of-stream message for a Run of `model`.
+    pub fn message(self, model: &str) -> String {
+        match self {
+            Self::Quota => "You've hit your usage limit for this billing cycle. Your usage resets on Nov 1, 2026.".into(),
+            Self::PlanModel => format!("{model} is not available on your plan. Upgrade to Pro+ or choose another model."),
+            Self::Capacity => format!("We're experiencing high demand for {model} right now. Please try again later."),
+            Self::ContextOverflow => "Error".into(),
+        }
+    }
+}
+
+/// Server state the backend can lose (PROTOCOL-AGENT §13.3), and how it then fails a Run.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateLoss {
+    /// The conversation's data is gone: `Conversation data missing`.
+    ConversationData,
+    /// A blob the conversation references is gone: `Blob not found`.
+    Blob,
+    /// The tool session of a Run waiting for tool results is gone (the backend restarted):
+    /// `tool session not found`.
+    ToolSession,
+}
+
+impl StateLoss {
+    /// The end-of-stream error the backend sends.
+    pub(super) fn error(self) -> cursor_transport::envelope::ConnectError {
+        use cursor_transport::envelope::{Code, ConnectError};
+        match self {
+            Self::ConversationData => {
+                ConnectError::new(Code::FailedPrecondition, "Conversation data missing")
+            }
+            Self::Blob => ConnectError::new(Code::Internal, "Blob not found [internal]"),
+            Self::ToolSession => ConnectError::new(Code::NotFound, "tool session not found"),
+        }
+    }
 }

@@ -57,9 +57,17 @@ pub fn pi_next_step(step: &NextStep) -> String {
         NextStep::StartNewSession => {
             "start a new pi session or compact the conversation (/compact)".to_owned()
         }
+        // pi compacts on its own when the error text reads as a context overflow; these words
+        // match its overflow patterns (`prompt is too long`, `context_length_exceeded`).
+        NextStep::CompactConversation => format!(
+            "the prompt is too long for the model's context window ({CONTEXT_OVERFLOW_CODE}): pi compacts the conversation and sends the turn again (or run /compact)"
+        ),
         other => other.to_string(),
     }
 }
+
+/// The code pi (and OpenAI-shaped clients) read as a context overflow.
+const CONTEXT_OVERFLOW_CODE: &str = "context_length_exceeded";
 
 /// Whether retrying the same turn may succeed: network failures and capacity refusals.
 pub fn is_transient(info: &ErrorInfo) -> bool {
@@ -106,10 +114,55 @@ pub fn pi_would_retry(error_message: &str) -> bool {
     has_retry_trigger(error_message)
 }
 
+/// Whether pi 0.99.1–1.6.0 would read this `errorMessage` as a context overflow, and so
+/// compact the conversation and send the turn again.
+///
+/// A mirror of the part of pi's overflow patterns this crate's wording relies on (pi-ai
+/// `isContextOverflow`: `prompt (is )?too long`, `context[_ ]length[_ ]exceeded`, unless the
+/// text also says `rate limit` or `too many requests`), kept to test the text this crate produces.
+pub fn pi_would_compact(error_message: &str) -> bool {
+    let text = error_message.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
+    !has(&["rate limit", "too many requests"])
+        && has(&[
+            "prompt is too long",
+            "prompt too long",
+            "context_length_exceeded",
+            "context length exceeded",
+        ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use cursor_transport::Refusal;
+
+    #[test]
+    fn a_context_overflow_reads_to_pi_as_one_and_is_not_retried() {
+        let overflow = for_pi(&ErrorInfo::new(
+            ErrorKind::RemoteRefusal,
+            "server error resource_exhausted: Error",
+            Refusal::ContextOverflow.next_step(),
+        ));
+        let shown = overflow.to_string();
+        assert!(pi_would_compact(&shown), "{shown}");
+        assert!(!pi_would_retry(&shown), "{shown}");
+        for step in [
+            Refusal::Quota,
+            Refusal::Capacity,
+            Refusal::Entitlement,
+            Refusal::ClientVersionFloor,
+        ]
+        .map(Refusal::next_step)
+        {
+            let other = for_pi(&ErrorInfo::new(
+                ErrorKind::RemoteRefusal,
+                "server error resource_exhausted: Error",
+                step,
+            ));
+            assert!(!pi_would_compact(&other.to_string()), "{other}");
+        }
+    }
 
     #[test]
     fn a_network_failure_stays_retryable() {

@@ -5,7 +5,9 @@
 mod error_text;
 mod retry_words;
 
-pub use error_text::{PiError, for_pi, is_transient, pi_next_step, pi_would_retry};
+pub use error_text::{
+    PiError, for_pi, is_transient, pi_next_step, pi_would_compact, pi_would_retry,
+};
 
 /// The environment variable that picks the channel (`agent` or `inference`).
 pub const CHANNEL_ENV: &str = "CURSOR_PROVIDER_CHANNEL";

@@ -88,7 +88,7 @@ mod usage;
 
 pub use crate::pi_words::CHANNEL_ENV;
 pub use crate::pi_words::{
-    LOGIN_NEXT_STEP, PiError, for_pi, is_transient, pi_next_step, pi_would_retry,
+    LOGIN_NEXT_STEP, PiError, for_pi, is_transient, pi_next_step, pi_would_compact, pi_would_retry,
 };
 pub use abort::{AbortHandle, AbortSignal, abort_pair};
 pub use agent::{AgentChannel, Sessions, Spawner};

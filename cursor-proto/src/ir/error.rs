@@ -75,6 +75,9 @@ pub enum NextStep {
     RegisterTool,
     /// Start a new session or compact the conversation (it outgrew a limit).
     StartNewSession,
+    /// The conversation outgrew the model's context window: compact it (summarise older turns),
+    /// then send the turn again. Hosts that compact on their own do it here.
+    CompactConversation,
     /// Send a user message (the conversation has no turn to ask).
     SendUserMessage,
     /// Fix the input as described.
@@ -167,6 +170,9 @@ impl std::fmt::Display for NextStep {
                 "register a tool the model can use (for example a shell tool), then ask again",
             ),
             Self::StartNewSession => f.write_str("start a new session or compact the conversation"),
+            Self::CompactConversation => f.write_str(
+                "the conversation is too long for the model's context window: compact it, then send the turn again",
+            ),
             Self::SendUserMessage => f.write_str("send a user message"),
             Self::FixInput { detail }
             | Self::FixConfig { detail }
@@ -200,6 +206,10 @@ pub struct ErrorInfo {
     /// The HTTP status of a response that was not a 200.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// When a spent quota comes back, in the server's words (`in 14 minutes`, `on Nov 1`), when
+    /// the refusal said so ([`NextStep::WaitForQuota`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_resets: Option<String>,
 }
 
 impl ErrorInfo {
@@ -211,7 +221,15 @@ impl ErrorInfo {
             next_step,
             code: None,
             http_status: None,
+            quota_resets: None,
         }
+    }
+
+    /// Sets [`ErrorInfo::quota_resets`].
+    #[must_use]
+    pub fn with_quota_resets(mut self, resets: Option<String>) -> Self {
+        self.quota_resets = resets;
+        self
     }
 
     /// Sets the Connect code and HTTP status the server answered with.
@@ -316,6 +334,15 @@ mod tests {
                 .with_wire(Some("unauthenticated"), None)
                 .is_unauthenticated()
         );
+    }
+
+    #[test]
+    fn compact_conversation_serializes_with_its_own_tag() {
+        assert_eq!(
+            serde_json::to_value(NextStep::CompactConversation).unwrap(),
+            serde_json::json!({"step": "compactConversation"})
+        );
+        assert!(!NextStep::CompactConversation.is_retry());
     }
 
     #[test]

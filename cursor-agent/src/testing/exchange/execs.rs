@@ -168,6 +168,7 @@ impl Exchange<'_> {
     /// results in call order.
     pub(super) async fn tools(&mut self, calls: &[Call]) -> Result<String, Stop> {
         let mut ids = Vec::with_capacity(calls.len());
+        let mut names = Vec::with_capacity(calls.len());
         for call in calls {
             let id = self.next_id();
             let args = match &call.arguments {
@@ -177,12 +178,14 @@ impl Exchange<'_> {
                     .collect(),
                 _ => Default::default(),
             };
+            let named = self.tool_naming.name(&self.provider, &call.name);
+            names.push(named.clone());
             let mcp = Exec::McpArgs(wire::McpArgs {
-                name: call.name.clone(),
+                name: named.clone(),
                 args,
                 tool_call_id: format!("call-{id}"),
                 provider_identifier: self.provider.clone(),
-                tool_name: call.name.clone(),
+                tool_name: named,
                 server_identifier: self.provider.clone(),
             });
             self.send_bytes(&exec_frame(id, mcp)).await?;
@@ -192,10 +195,10 @@ impl Exchange<'_> {
         let replies = self.replies_to_all(&ids).await?;
         self.awaiting_exec = false;
         let mut said = Vec::with_capacity(calls.len());
-        for (call, replies) in calls.iter().zip(replies) {
+        for ((call, replies), named) in calls.iter().zip(replies).zip(&names) {
             let answer = mcp_answer(replies)?;
             let name = &call.name;
-            self.note("mcp", format!("{name} {}", call.arguments), &answer);
+            self.note("mcp", format!("{named} {}", call.arguments), &answer);
             let text = &answer.text;
             said.push(match answer.status {
                 "success" => format!("The tool {name} answered: {text}"),

@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::checkpoint::{StoredConversation, Turn};
 use super::model::{self, Intent};
-use super::{AllowedTools, Fault, HoldOpen, Replica, RunRecord, Script};
+use super::{
+    AllowedTools, Exhaustion, Fault, HoldOpen, Replica, RunRecord, Script, StateLoss, ToolNaming,
+};
 use crate::RunLabel;
 
 mod execs;
@@ -79,6 +81,11 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
         tools: Vec::new(),
         conversation: None,
         awaiting_exec: false,
+        generation: replica.generation(),
+        tool_naming: match &script {
+            Script::ToolNaming(naming) => *naming,
+            _ => replica.tool_naming(),
+        },
     };
     let end = match exchange.run(script).await {
         Ok(end) => {
@@ -198,6 +205,10 @@ struct Exchange<'a> {
     conversation: Option<(String, StoredConversation)>,
     /// An exec request is out and its `stream_close` has not arrived yet.
     awaiting_exec: bool,
+    /// How the model names the host tools it calls.
+    tool_naming: ToolNaming,
+    /// The backend's generation when this Run began (see [`Replica::restart`]).
+    generation: u64,
 }
 
 impl Exchange<'_> {
@@ -259,13 +270,46 @@ impl Exchange<'_> {
                     end: End::Fault(*fault),
                 });
             }
+            Script::Exhausted(Exhaustion::ContextOverflow) => {
+                // The backend reads the whole prompt before it finds it too long.
+                self.read_root_prompt(&state, &request).await?;
+                return Err(refused(
+                    "resource-exhausted",
+                    &Exhaustion::ContextOverflow.message(&self.record.model),
+                ));
+            }
+            Script::LoseState(loss) => return Err(lost(*loss)),
+            Script::Exhausted(meaning) => {
+                return Err(refused(
+                    "resource-exhausted",
+                    &meaning.message(&self.record.model),
+                ));
+            }
             Script::Model
+            | Script::ToolNaming(_)
             | Script::Unauthenticated
             | Script::BlobMiss
             | Script::StaleAfterTools => {}
         }
 
-        let stored = self.replica.conversation(&conversation_id);
+        let mut stored = self.replica.conversation(&conversation_id);
+        let expired = |c: &StoredConversation| {
+            let ttl = self.replica.checkpoint_ttl();
+            c.checkpointed_at
+                .zip(ttl)
+                .is_some_and(|(at, ttl)| at.elapsed() > ttl)
+        };
+        if !state.turns.is_empty()
+            && let Some(loss) = stored.as_ref().and_then(|c| {
+                c.lost
+                    .or_else(|| expired(c).then_some(StateLoss::ConversationData))
+            })
+        {
+            self.record.label = RunLabel::Resume.as_str().into();
+            self.replica.forget(&conversation_id);
+            return Err(lost(loss));
+        }
+        stored = stored.filter(|c| c.lost.is_none());
         if stored.as_ref().is_some_and(|c| c.owes_tool_result) {
             // The live backend neither answers nor fails such a Run (docs/PROTOCOL-AGENT.md §12.5).
             self.record.outcome = "stalled: the conversation owes a tool result".into();
@@ -345,6 +389,7 @@ impl Exchange<'_> {
             assistant: answer.clone(),
         });
         let checkpoint = conversation.checkpoint(&state);
+        conversation.checkpointed_at = Some(std::time::Instant::now());
         self.replica.store(&conversation_id, conversation);
         self.send(Server::ConversationCheckpointUpdate(checkpoint))
             .await?;
@@ -508,16 +553,30 @@ impl Exchange<'_> {
     /// replica is told to).
     async fn next(&mut self) -> Result<Option<Client>, Stop> {
         loop {
-            let received = match self.replica.idle_heartbeat() {
-                None => self.call.recv().await,
-                Some(every) => match tokio::time::timeout(every, self.call.recv()).await {
-                    Ok(received) => received,
-                    Err(_) => {
-                        self.update(Update::Heartbeat(wire::HeartbeatUpdate::default()))
-                            .await?;
-                        continue;
-                    }
-                },
+            let restarted = self.replica.restarted();
+            let notified = restarted.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            // A restart drops the tool session of a Run waiting for tool results.
+            let awaiting = self.awaiting_exec;
+            if awaiting && self.replica.generation() != self.generation {
+                return Err(lost(StateLoss::ToolSession));
+            }
+            let every = self.replica.idle_heartbeat();
+            let wait = async {
+                match every {
+                    None => Some(self.call.recv().await),
+                    Some(every) => tokio::time::timeout(every, self.call.recv()).await.ok(),
+                }
+            };
+            let received = tokio::select! {
+                received = wait => received,
+                () = &mut notified, if awaiting => return Err(lost(StateLoss::ToolSession)),
+            };
+            let Some(received) = received else {
+                self.update(Update::Heartbeat(wire::HeartbeatUpdate::default()))
+                    .await?;
+                continue;
             };
             let bytes = match received {
                 Ok(Some(bytes)) => bytes,
@@ -581,6 +640,14 @@ fn refused(outcome: &str, message: &str) -> Stop {
     Stop {
         outcome: outcome.into(),
         end: End::Error(ConnectError::new(Code::ResourceExhausted, message)),
+    }
+}
+
+/// A Run failed the way the backend reports lost state (PROTOCOL-AGENT §13.3).
+fn lost(loss: StateLoss) -> Stop {
+    Stop {
+        outcome: format!("state-lost: {loss:?}"),
+        end: End::Error(loss.error()),
     }
 }
 
