@@ -1,27 +1,76 @@
-//! Records the git revision for `--version` (`unknown` outside a checkout, as in a packaged
-//! crate built by `cargo install`).
+//! Records the git revision for `--version`: `CURSOR_GATEWAY_GIT_REV` when set (a release
+//! build), else read from the checkout's `.git` files (no process is spawned), else `unknown`
+//! (a packaged crate built by `cargo install`).
+
+use std::path::{Path, PathBuf};
 
 fn main() {
-    let rev = std::env::var("CURSOR_GATEWAY_GIT_REV")
+    let from_env = std::env::var("CURSOR_GATEWAY_GIT_REV")
         .ok()
         .filter(|r| !r.is_empty());
-    let rev = rev
-        .or_else(|| {
-            std::process::Command::new("git")
-                .args(["rev-parse", "--short=12", "HEAD"])
-                .output()
-                .ok()
-                .filter(|out| out.status.success())
-                .and_then(|out| String::from_utf8(out.stdout).ok())
-                .map(|rev| rev.trim().to_owned())
-                .filter(|rev| !rev.is_empty())
-        })
-        .unwrap_or_else(|| "unknown".into());
+    let git = git_dir(Path::new(".."));
+    let rev = from_env
+        .or_else(|| git.as_deref().and_then(head_commit))
+        .map_or_else(
+            || "unknown".into(),
+            |rev| rev.chars().take(12).collect::<String>(),
+        );
     println!("cargo:rustc-env=CURSOR_GATEWAY_GIT_REV={rev}");
-    for path in ["../.git/HEAD", "../.git/refs/heads"] {
-        if std::path::Path::new(path).exists() {
-            println!("cargo:rerun-if-changed={path}");
+    println!("cargo:rerun-if-env-changed=CURSOR_GATEWAY_GIT_REV");
+    if let Some(git) = git {
+        for path in [
+            git.join("HEAD"),
+            git.join("refs/heads"),
+            git.join("packed-refs"),
+        ] {
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
         }
     }
-    println!("cargo:rerun-if-env-changed=CURSOR_GATEWAY_GIT_REV");
+}
+
+/// The git directory of the checkout at `root`: `.git` itself, or the one a worktree's `.git`
+/// file points at.
+fn git_dir(root: &Path) -> Option<PathBuf> {
+    let dot_git = root.join(".git");
+    if dot_git.is_dir() {
+        return Some(dot_git);
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+    Some(if dir.is_absolute() {
+        dir
+    } else {
+        root.join(dir)
+    })
+}
+
+/// The commit `HEAD` names: directly, through a loose ref, or through `packed-refs` (looked up
+/// in the common directory of a worktree too).
+fn head_commit(git: &Path) -> Option<String> {
+    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+    let head = head.trim();
+    let Some(reference) = head.strip_prefix("ref:").map(str::trim) else {
+        return Some(head.to_owned());
+    };
+    let common = std::fs::read_to_string(git.join("commondir"))
+        .ok()
+        .map(|dir| git.join(dir.trim()))
+        .unwrap_or_else(|| git.to_owned());
+    for dir in [git, common.as_path()] {
+        if let Ok(commit) = std::fs::read_to_string(dir.join(reference)) {
+            return Some(commit.trim().to_owned());
+        }
+        if let Ok(packed) = std::fs::read_to_string(dir.join("packed-refs")) {
+            let found = packed.lines().find_map(|line| {
+                let (commit, name) = line.split_once(' ')?;
+                (name == reference).then(|| commit.to_owned())
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+    None
 }

@@ -24,7 +24,8 @@
 //! - `POST /replica/script` scripts the next Run: the body `silent` makes it read its request
 //!   and then send nothing until the client gives up (for abort tests); `text N` makes it
 //!   answer with N one-word text deltas sent back to back, then end the turn (for latency
-//!   measurements); `resource-exhausted MESSAGE` answers HTTP 200 with a `resource_exhausted`
+//!   measurements); `think TEXT` makes it think TEXT (thinking deltas), then answer
+//!   `I thought: TEXT`; `resource-exhausted MESSAGE` answers HTTP 200 with a `resource_exhausted`
 //!   Connect error, as Cursor refuses a spent quota;
 //!   `exhausted quota|plan|capacity|context-overflow` refuses it with the `resource_exhausted`
 //!   of that meaning, worded as Cursor words it (the overflow is a bare `Error` before any
@@ -93,7 +94,7 @@ use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
 use cursor_inference::testing::{Replica as InferenceReplica, WireShape};
 use cursor_proto::agent::v1::{
-    AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
+    AgentServerMessage, InteractionUpdate, TextDeltaUpdate, ThinkingDeltaUpdate, TurnEndedUpdate,
     agent_server_message::Message as Server, interaction_update::Message as Update,
 };
 use cursor_proto::aiserver::v1::AgentUrlConfig;
@@ -123,7 +124,7 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
   --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
   --help                            this text
 
-POST /replica/script bodies: silent, text N, resource-exhausted MESSAGE,
+POST /replica/script bodies: silent, text N, think TEXT, resource-exhausted MESSAGE,
   exhausted quota|plan|capacity|context-overflow, tool-naming bare|mcp|dash,
   lose-state conversation-data|blob|tool-session, restart, fault reset|close|goaway,
   fault-after-exec reset|close|goaway";
@@ -491,6 +492,7 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
                 Script::FramesThenFault(Vec::new(), fault)
             }
         }
+        Some(("think", text)) => Script::Frames(thinking_frames(text.trim())),
         Some(("text", n)) => match n.trim().parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => Script::Frames(text_frames(n)),
             _ => {
@@ -502,7 +504,7 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
             }
         },
         _ => {
-            let known = "unknown script (known: `silent`, `text N`, `resource-exhausted MESSAGE`, \
+            let known = "unknown script (known: `silent`, `text N`, `think TEXT`, `resource-exhausted MESSAGE`, \
                          `exhausted quota|plan|capacity|context-overflow`, \
                          `tool-naming bare|mcp|dash`, \
                          `lose-state conversation-data|blob|tool-session`, `restart`, \
@@ -514,15 +516,32 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
     with_type(Response::new(Bytes::from_static(b"queued")), "text/plain")
 }
 
-/// `n` text deltas `w1 `, `w2 `, … and the end of the turn.
-fn text_frames(n: u32) -> Vec<AgentServerMessage> {
-    let update = |update| AgentServerMessage {
+/// A server frame carrying one interaction update.
+fn update(update: Update) -> AgentServerMessage {
+    AgentServerMessage {
         message: Some(Server::InteractionUpdate(InteractionUpdate {
             message: Some(update),
             ..Default::default()
         })),
         ..Default::default()
-    };
+    }
+}
+
+/// Thinking `text`, then the answer `I thought: text`, then the end of the turn.
+fn thinking_frames(text: &str) -> Vec<AgentServerMessage> {
+    vec![
+        update(Update::ThinkingDelta(ThinkingDeltaUpdate {
+            text: text.into(),
+        })),
+        update(Update::TextDelta(TextDeltaUpdate {
+            text: format!("I thought: {text}"),
+        })),
+        update(Update::TurnEnded(TurnEndedUpdate::default())),
+    ]
+}
+
+/// `n` text deltas `w1 `, `w2 `, … and the end of the turn.
+fn text_frames(n: u32) -> Vec<AgentServerMessage> {
     (1..=n)
         .map(|i| {
             update(Update::TextDelta(TextDeltaUpdate {

@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(unresolved_name("nope", "acme"), "nope");
 
         let mut args = McpArgs {
-            name: "mcp_pi_bash".into(),
+            name: "mcp_host_bash".into(),
             tool_call_id: "call-1".into(),
             provider_identifier: "acme".into(),
             ..McpArgs::default()
@@ -277,7 +277,7 @@ mod tests {
                 kind: Some(Kind::NumberValue(5.0)),
             },
         );
-        let name = resolve(raw_name(&args), "pi", advertised).unwrap();
+        let name = resolve(raw_name(&args), "host", advertised).unwrap();
         assert_eq!(name, "bash");
         let call = tool_call(&args, name, "fallback".into());
         assert_eq!(

@@ -196,9 +196,9 @@ fn system_text(system: Option<&System>) -> Result<String, ApiError> {
     }
 }
 
-/// Translates the request: `system`-role entries join the user message before them (the
-/// first user message when none is before), consecutive user entries merge, thinking blocks
-/// must carry this gateway's signature, and tool results stay in order.
+/// Translates the request: `system`-role entries join the user turn before them, as context
+/// in front of its prompt (the first user turn when none is before), consecutive user entries
+/// merge, thinking blocks must carry this gateway's signature, and tool results stay in order.
 pub(crate) fn translate(
     request: &MessagesRequest,
     key: &ThinkingKey,
@@ -212,10 +212,23 @@ pub(crate) fn translate(
         let at = format!("messages[{index}].content");
         match message.role.as_str() {
             "system" => {
-                let text = texts(&message.content, &at)?.join("\n");
-                // Joins the user turn before it, so the transcript's turns stay put.
+                // Context for the model, not the user's words: marked the way Claude Code marks
+                // its own context, and placed before the turn's own prompt.
+                let text = format!(
+                    "<system-reminder>\n{}\n</system-reminder>",
+                    texts(&message.content, &at)?.join("\n")
+                );
                 match messages.last_mut() {
-                    Some(Message::User { content }) => content.push(UserContent::Text { text }),
+                    Some(Message::User { content }) => {
+                        let at = content
+                            .iter()
+                            .rposition(|block| matches!(block, UserContent::Text { .. }))
+                            .unwrap_or(content.len());
+                        content.insert(at, UserContent::Text { text });
+                    }
+                    Some(Message::ToolResult(result)) => {
+                        result.content.push(ToolResultContent::Text { text });
+                    }
                     _ => pending_system.push(text),
                 }
             }

@@ -180,6 +180,20 @@ impl ApiError {
     /// A classified failure from the crates: 401 auth, 429 quota and rate limits, 400 bad
     /// input, 502 network and drift.
     pub fn from_info(info: &ErrorInfo) -> Self {
+        // A prompt Cursor refused as too long: OpenAI's own code, so clients compact.
+        if info.next_step == NextStep::CompactConversation {
+            return Self {
+                status: 400,
+                kind: "invalid_request_error",
+                code: "context_length_exceeded".into(),
+                message: format!(
+                    "[{}] prompt is too long: {} (next step: {})",
+                    info.kind, info.message, info.next_step
+                ),
+                param: Some("messages".into()),
+                retry_after: None,
+            };
+        }
         let (status, kind) = match info.kind {
             ErrorKind::Auth => (401, "authentication_error"),
             ErrorKind::RemoteRefusal => match info.next_step {
@@ -265,6 +279,24 @@ mod tests {
             502
         );
         assert_eq!(status(ErrorKind::Local, NextStep::fix_input("x")), 400);
+    }
+
+    #[test]
+    fn a_context_overflow_is_openais_context_length_exceeded() {
+        let error = ApiError::from_info(&ErrorInfo::new(
+            ErrorKind::RemoteRefusal,
+            "resource exhausted",
+            NextStep::CompactConversation,
+        ));
+        assert_eq!(
+            (error.status, error.code.as_str()),
+            (400, "context_length_exceeded")
+        );
+        assert!(
+            error.message.contains("prompt is too long"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

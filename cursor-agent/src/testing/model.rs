@@ -24,9 +24,14 @@ pub(super) struct Call {
     pub(super) arguments: serde_json::Value,
 }
 
-/// Reads the user's turn; `earlier` are the user texts of the conversation before it.
+/// Reads the user's turn; `earlier` are the user texts of the conversation before it. Context
+/// a host wraps in `<system-reminder>` tags (Claude Code's reminders and environment facts) is
+/// not the user's words, and a model reads past it.
 pub(super) fn intent(user_text: &str, earlier: &[String]) -> Intent {
-    let text = user_text.trim();
+    let own = without_reminders(user_text);
+    let earlier: Vec<String> = earlier.iter().map(|t| without_reminders(t)).collect();
+    let earlier = earlier.as_slice();
+    let text = own.trim();
     let lower = text.to_lowercase();
     if lower == "ping" {
         return Intent::Answer("pong".into());
@@ -104,6 +109,26 @@ fn say_of(text: &str) -> Option<(&str, Option<&str>)> {
         Some((first, second)) => (first.trim(), Some(second.trim())),
         None => (rest.trim(), None),
     })
+}
+
+/// `text` without its `<system-reminder>…</system-reminder>` blocks.
+fn without_reminders(text: &str) -> String {
+    const OPEN: &str = "<system-reminder>";
+    const CLOSE: &str = "</system-reminder>";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(&rest[..start]);
+        match rest[start..].find(CLOSE) {
+            Some(end) => rest = &rest[start + end + CLOSE.len()..],
+            None => {
+                rest = "";
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The fact in `remember <fact>`, if the text is one.
@@ -185,6 +210,20 @@ mod tests {
                 "You asked me to remember: the pass phrase XK-PLATYPUS-77 / 林蓓; the door is blue."
                     .into()
             )
+        );
+        assert_eq!(
+            intent(
+                "<system-reminder>\nremember nothing\n</system-reminder>\nremember the otter",
+                &[]
+            ),
+            Intent::Answer("OK, I will remember that.".into())
+        );
+        assert_eq!(
+            intent(
+                "<system-reminder>x</system-reminder>\nwhat did I ask you to remember?",
+                &["<system-reminder>env</system-reminder>\nremember the otter".to_owned()]
+            ),
+            Intent::Answer("You asked me to remember: the otter.".into())
         );
         assert_eq!(
             intent("what did I ask you to remember?", &[]),

@@ -73,10 +73,26 @@ pub(crate) async fn http(
     body: &str,
     key: Option<&str>,
 ) -> (u16, String) {
+    let auth = key.map(|k| format!("Bearer {k}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+    http_with(h, method, path, body, &headers).await
+}
+
+/// One request with `Connection: close` and `headers`; (status, body).
+pub(crate) async fn http_with(
+    h: &Harness,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(h.addr).await.unwrap();
-    let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await.unwrap();
