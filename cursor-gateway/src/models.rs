@@ -115,6 +115,12 @@ pub(crate) fn openai_model(id: &str) -> Value {
     json!({"id": id, "object": "model", "created": 0, "owned_by": "cursor"})
 }
 
+/// The base instructions Codex's catalog must carry for each model: short and neutral, since
+/// Codex sends them as the turn's instructions when it uses this catalog.
+const CODEX_INSTRUCTIONS: &str = "You are a coding agent working in the user's workspace \
+through Codex CLI. Use the tools you are given to read, run and change what the task needs, \
+keep the user informed of what you do, and say plainly when something failed.";
+
 fn codex_model(gateway: &Gateway, id: &str, priority: usize) -> Value {
     let row = gateway.row(id);
     let efforts: Vec<Value> = row
@@ -149,5 +155,10 @@ fn codex_model(gateway: &Gateway, id: &str, priority: usize) -> Value {
         "context_window": row.map_or(cursor_catalog::DEFAULT_CONTEXT_WINDOW, |row| row.context_window),
         "input_modalities": if images { json!(["text", "image"]) } else { json!(["text"]) },
         "supports_parallel_tool_calls": true,
+        // Fields Codex's catalog decoder requires (Codex 0.171).
+        "support_verbosity": false,
+        "truncation_policy": {"mode": "tokens", "limit": 10000},
+        "experimental_supported_tools": [],
+        "base_instructions": CODEX_INSTRUCTIONS,
     })
 }

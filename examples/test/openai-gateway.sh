@@ -157,6 +157,21 @@ check "codex exec runs one tool round through /v1/responses" "$status"
 runs=$(($(wc -l <"$work/runs.jsonl") - runs_before))
 [ "$runs" -eq 1 ] && status=ok || status="$runs Runs for one Codex turn"
 check "Codex's tool round continued the same Run" "$status"
+# Codex decodes /v1/models' models[] as its own catalog (given as model_catalog_json here: 0.171
+# does not fetch it for a custom provider); with fallback metadata it warns and guesses.
+curl -s -H "Authorization: Bearer $key" "$base/models" >"$work/codex-catalog.json"
+cp "$work/codex-home/config.toml" "$work/codex-home/config.toml.bak"
+{ printf 'model_catalog_json = "%s"\n' "$work/codex-catalog.json"; cat "$work/codex-home/config.toml.bak"; } >"$work/codex-home/config.toml"
+status=0
+out=$(cd "$work/codex-ws" && CODEX_HOME="$work/codex-home" CURSOR_GATEWAY_API_KEY="$key" timeout 90 "$codex" exec \
+  --strict-config --skip-git-repo-check 'ping' </dev/null 2>&1) || status=$?
+mv "$work/codex-home/config.toml.bak" "$work/codex-home/config.toml"
+case "$status:$out" in
+  *"missing field"* | *"Model metadata for"*"not found"* | *"failed to parse"*) status="Codex did not take the catalog: $(printf '%s\n' "$out" | grep -E 'missing field|metadata|parse' | head -3)" ;;
+  0:*pong*) status=ok ;;
+  *) status="exited $status: $out" ;;
+esac
+check "Codex reads the gateway's model catalog without a warning" "$status"
 # opencode: the provider from docs/OPENAI-GATEWAY.md, in the project the gateway works in, with
 # a private HOME and nothing fetched (no update, models list, LSP download or share).
 cat >"$work/project/opencode.json" <<JSON
