@@ -29,6 +29,7 @@ mod metrics;
 mod models;
 mod outlet;
 mod responses;
+mod responses_wire;
 mod run;
 mod serve;
 mod signature;

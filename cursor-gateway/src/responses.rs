@@ -19,6 +19,10 @@ use crate::gateway::{Gateway, Leg, Meta, TurnGuard, stale_after_answer, turn_van
 use crate::history::Scope;
 use crate::honour::{Clip, Format, answer_whole};
 use crate::outlet::{self, Outlet};
+use crate::responses_wire::{
+    FunctionCallItem, FunctionCallOutputItem, FunctionTool, Input, MessageItem, OutputItem,
+    ResponseObject, ResponsesRequest,
+};
 use crate::stored::{self, Stored};
 use crate::{ApiError, chat};
 
@@ -125,37 +129,21 @@ pub(crate) fn translate(
     body: &[u8],
     prior: impl FnOnce(&str) -> Result<Stored, ApiError>,
 ) -> Result<Translated, ApiError> {
-    let request: Value = serde_json::from_slice(body)
+    let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}")))?;
-    let model = str_field(&request, "model", "the request")?.to_owned();
+    let request: ResponsesRequest = serde_json::from_value(value)
+        .map_err(|e| bad(format!("the request does not fit the Responses shape: {e}")))?;
     refuse_unsupported(&request)?;
-    let prior = match request.get("previous_response_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(prior(id)?),
-        Some(_) => {
-            return Err(
-                bad("`previous_response_id` must be a string").with_param("previous_response_id")
-            );
-        }
+    let prior = match &request.previous_response_id {
+        None => None,
+        Some(id) => Some(prior(id)?),
     };
-    let format = match request.pointer("/text/format") {
-        None | Some(Value::Null) => None,
-        Some(spec) => Some(serde_json::from_value(spec.clone()).map_err(|e| {
-            ApiError::bad_request("invalid_response_format", format!("text.format: {e}"))
-                .with_param("text.format")
-        })?),
-    };
+    let format = request.text.as_ref().and_then(|text| text.format.clone());
     let format = Format::from_spec(format, "text.format")?;
-    let mut system: Vec<String> = Vec::new();
-    if let Some(instructions) = request.get("instructions").and_then(Value::as_str) {
-        system.push(instructions.to_owned());
-    }
-    let items = match request.get("input") {
-        Some(Value::String(text)) => {
-            vec![json!({"type": "message", "role": "user", "content": text})]
-        }
-        Some(Value::Array(items)) => items.clone(),
-        _ => return Err(bad("`input` must be a string or a list of items")),
+    let mut system: Vec<String> = request.instructions.iter().cloned().collect();
+    let items = match &request.input {
+        Input::Text(text) => vec![json!({"type": "message", "role": "user", "content": text})],
+        Input::Items(items) => items.clone(),
     };
     let mut messages = prior
         .as_ref()
@@ -185,14 +173,14 @@ pub(crate) fn translate(
         });
         match kind {
             "message" => {
-                let content = item.get("content").unwrap_or(&Value::Null);
-                match str_field(item, "role", &at)? {
-                    "system" | "developer" => system.push(content_text(content, &at)?),
+                let MessageItem { role, content } = typed(item, &at)?;
+                match role.as_str() {
+                    "system" | "developer" => system.push(content_text(&content, &at)?),
                     "user" => messages.push(Message::User {
-                        content: user_content(content, &at)?,
+                        content: user_content(&content, &at)?,
                     }),
                     "assistant" => {
-                        let text = content_text(content, &at)?;
+                        let text = content_text(&content, &at)?;
                         if !text.is_empty() {
                             push_assistant(&mut messages, AssistantContent::Text { text });
                         }
@@ -201,13 +189,15 @@ pub(crate) fn translate(
                 }
             }
             "function_call" => {
-                let call_id = str_field(item, "call_id", &at)?.to_owned();
-                let name = str_field(item, "name", &at)?.to_owned();
-                let arguments = str_field(item, "arguments", &at)?;
+                let FunctionCallItem {
+                    call_id,
+                    name,
+                    arguments,
+                } = typed(item, &at)?;
                 let arguments: Value = if arguments.trim().is_empty() {
                     json!({})
                 } else {
-                    serde_json::from_str(arguments)
+                    serde_json::from_str(&arguments)
                         .map_err(|e| bad(format!("{at}: the arguments are not JSON: {e}")))?
                 };
                 calls.insert(call_id.clone(), name.clone());
@@ -217,8 +207,8 @@ pub(crate) fn translate(
                 );
             }
             "function_call_output" => {
-                let call_id = str_field(item, "call_id", &at)?;
-                let name = calls.get(call_id).ok_or_else(|| {
+                let FunctionCallOutputItem { call_id, output } = typed(item, &at)?;
+                let name = calls.get(&call_id).ok_or_else(|| {
                     ApiError::bad_request(
                         "unknown_tool_call_id",
                         format!(
@@ -226,9 +216,9 @@ pub(crate) fn translate(
                         ),
                     )
                 })?;
-                let output = match item.get("output") {
-                    Some(Value::String(text)) => text.clone(),
-                    Some(other @ Value::Array(_)) => content_text(other, &at)?,
+                let output = match output {
+                    Value::String(text) => text,
+                    other @ Value::Array(_) => content_text(&other, &at)?,
                     _ => return Err(bad(format!("{at}: `output` must be a string or parts"))),
                 };
                 messages.push(Message::ToolResult(ToolResult::text(
@@ -273,10 +263,10 @@ pub(crate) fn translate(
         format.instruct(&mut conversation);
     }
     // Codex names its session in `prompt_cache_key`: two sessions that start alike stay apart.
-    let mut hint = ["prompt_cache_key", "user"]
-        .iter()
-        .find_map(|name| request.get(*name).and_then(Value::as_str))
-        .map(str::to_owned);
+    let mut hint = request
+        .prompt_cache_key
+        .clone()
+        .or_else(|| request.user.clone());
     if let Some(prior) = prior {
         match (&hint, prior.hint) {
             (Some(asked), Some(stored)) if *asked != stored => {
@@ -291,66 +281,50 @@ pub(crate) fn translate(
         }
     }
     Ok(Translated {
-        store: request.get("store").and_then(Value::as_bool) != Some(false),
+        store: request.store != Some(false),
         system_prompt,
         format,
-        clip: Clip::new(
-            Vec::new(),
-            request.get("max_output_tokens").and_then(Value::as_u64),
-        ),
+        clip: Clip::new(Vec::new(), request.max_output_tokens),
         ignored_tools: hosted_tools(&request),
         conversation,
         hint,
-        model,
-        effort: request
-            .pointer("/reasoning/effort")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        stream: request
-            .get("stream")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        effort: request.reasoning.and_then(|r| r.effort),
+        stream: request.stream.unwrap_or(false),
+        model: request.model,
     })
 }
 
 /// Fields that would change what the answer is if honoured, which this gateway cannot
 /// honour: a 400 naming them rather than an answer that silently ignores them.
-fn refuse_unsupported(request: &Value) -> Result<(), ApiError> {
+fn refuse_unsupported(request: &ResponsesRequest) -> Result<(), ApiError> {
     let unsupported = |param: &str, why: &str| {
         Err(
             ApiError::bad_request("unsupported_parameter", format!("{param}: {why}"))
                 .with_param(param),
         )
     };
-    let given = |name: &str| request.get(name).is_some_and(|v| !v.is_null());
-    if given("conversation") {
+    if request.conversation.as_ref().is_some_and(|v| !v.is_null()) {
         return unsupported(
             "conversation",
             "this gateway keeps no Conversations objects; use previous_response_id or send the \
              whole conversation in `input`",
         );
     }
-    if given("prompt") {
+    if request.prompt.as_ref().is_some_and(|v| !v.is_null()) {
         return unsupported("prompt", "stored prompt templates are not supported");
     }
-    if request
-        .get("top_logprobs")
-        .and_then(Value::as_u64)
-        .is_some_and(|n| n > 0)
-        || request
-            .get("include")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .any(|i| i.as_str().is_some_and(|i| i.contains("logprobs")))
+    if request.top_logprobs.is_some_and(|n| n > 0)
+        || request.include.iter().any(|i| i.contains("logprobs"))
     {
         return unsupported("top_logprobs", "Cursor reports no token log probabilities");
     }
-    if request.get("background").and_then(Value::as_bool) == Some(true) {
+    if request.background == Some(true) {
         return unsupported("background", "background responses are not supported");
     }
     let forced = request
-        .pointer("/tool_choice/type")
+        .tool_choice
+        .as_ref()
+        .and_then(|choice| choice.get("type"))
         .and_then(Value::as_str)
         .unwrap_or_default();
     if is_hosted(forced) {
@@ -364,15 +338,18 @@ fn refuse_unsupported(request: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// An input item as its typed shape; a 400 naming the item when it does not fit.
+fn typed<T: serde::de::DeserializeOwned>(item: &Value, at: &str) -> Result<T, ApiError> {
+    serde_json::from_value(item.clone()).map_err(|e| bad(format!("{at}: {e}")))
+}
+
 /// The hosted tools a request offers. Offering one is not a demand (Codex offers `web_search`
 /// in every request): they are left out, named in the `x-gateway-ignored-tools` header and the
 /// log; forcing one with `tool_choice` is a 400.
-fn hosted_tools(request: &Value) -> Vec<String> {
+fn hosted_tools(request: &ResponsesRequest) -> Vec<String> {
     request
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .tools
+        .iter()
         .filter_map(|tool| tool.get("type").and_then(Value::as_str))
         .filter(|kind| is_hosted(kind))
         .map(str::to_owned)
@@ -395,77 +372,36 @@ const HOSTED_TOOLS: [&str; 6] = [
 
 /// Function tools (Responses shape: name at the top level). Client-run tools of other shapes
 /// (local shell, freeform) are left out: Cursor can only call functions with a JSON schema.
-fn tools(request: &Value) -> Result<Vec<Tool>, ApiError> {
+fn tools(request: &ResponsesRequest) -> Result<Vec<Tool>, ApiError> {
     let mut tools = Vec::new();
-    for (index, tool) in request
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (index, tool) in request.tools.iter().enumerate() {
         if tool.get("type").and_then(Value::as_str) != Some("function") {
             continue;
         }
-        let name = str_field(tool, "name", &format!("tools[{index}]"))?;
+        let FunctionTool {
+            name,
+            description,
+            parameters,
+        } = typed(tool, &format!("tools[{index}]"))?;
         tools.push(Tool::new(
             name,
-            tool.get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-            tool.get("parameters")
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            description.unwrap_or_default(),
+            parameters.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
         ));
     }
-    chat::narrow(tools, request.get("tool_choice"))
+    chat::narrow(tools, request.tool_choice.as_ref())
 }
 
-fn usage_json(usage: Option<&Usage>) -> Value {
-    let Some(usage) = usage else {
-        return Value::Null;
-    };
-    let input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
-    let mut value = json!({
-        "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-        "output_tokens": usage.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
-        "total_tokens": input + usage.output_tokens,
-    });
-    if usage.input_estimated {
-        value["estimated"] = json!(true);
-    }
-    value
+fn message_item(id: &str, text: &str) -> OutputItem {
+    OutputItem::message(id, text)
 }
 
-fn message_item(id: &str, text: &str) -> Value {
-    json!({
-        "id": id, "type": "message", "role": "assistant", "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    })
+fn call_item(call: &ToolCall) -> OutputItem {
+    OutputItem::call(call)
 }
 
-fn call_item(call: &ToolCall) -> Value {
-    json!({
-        "id": format!("fc_{}", call.id), "type": "function_call", "status": "completed",
-        "call_id": call.id, "name": call.name, "arguments": call.arguments.to_string(),
-    })
-}
-
-fn response_json(meta: &Meta, status: &str, output: &[Value], usage: Option<&Usage>) -> Value {
-    let text: String = output
-        .iter()
-        .filter(|item| item["type"] == "message")
-        .filter_map(|item| item["content"][0]["text"].as_str())
-        .collect();
-    // The gateway cuts a reply only at max_output_tokens (Responses has no stop sequences).
-    let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
-    json!({
-        "id": meta.id, "object": "response", "created_at": meta.created, "status": status,
-        "model": meta.model, "output": output, "output_text": text,
-        "usage": usage_json(usage), "error": null, "incomplete_details": incomplete,
-    })
+fn response_json(meta: &Meta, status: &str, output: &[OutputItem], usage: Option<&Usage>) -> Value {
+    json!(ResponseObject::new(meta, status, output, usage))
 }
 
 /// What to store once the answer completed (`None` for `store: false`).
@@ -640,7 +576,7 @@ fn whole_events(meta: &Meta, leg: &Leg, status: &str) -> Vec<Bytes> {
 /// Ends the open text item, if any: its done events, and the item into `output`.
 fn close_text(
     frames: &mut Vec<Bytes>,
-    output: &mut Vec<Value>,
+    output: &mut Vec<OutputItem>,
     text: &mut Option<(String, usize)>,
     message_id: &str,
     next: &mut dyn FnMut(&str, Value) -> Bytes,
@@ -652,7 +588,7 @@ fn close_text(
         done["text"] = json!(body);
         frames.push(next("response.output_text.done", done));
         let mut part = at;
-        part["part"] = item["content"][0].clone();
+        part["part"] = json!(crate::responses_wire::OutputText::new(&body));
         frames.push(next("response.content_part.done", part));
         frames.push(next(
             "response.output_item.done",
@@ -708,7 +644,7 @@ async fn stream(
 ) {
     let mut turn = guard.session().turn(&conversation, &model);
     let mut leg = Leg::default();
-    let mut output: Vec<Value> = Vec::new();
+    let mut output: Vec<OutputItem> = Vec::new();
     let mut text: Option<(String, usize)> = None;
     let message_id = format!("msg_{}", meta.id);
     let mut sequence = 0u64;
@@ -770,7 +706,7 @@ async fn stream(
                     "response.output_item.added",
                     json!({"output_index": index, "item": item}),
                 ));
-                frames.push(next("response.function_call_arguments.done", json!({"item_id": item["id"], "output_index": index, "arguments": item["arguments"]})));
+                frames.push(next("response.function_call_arguments.done", json!({"item_id": item.id(), "output_index": index, "arguments": call.arguments.to_string()})));
                 frames.push(next(
                     "response.output_item.done",
                     json!({"output_index": index, "item": item}),
