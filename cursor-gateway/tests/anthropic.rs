@@ -259,14 +259,7 @@ async fn a_quiet_stream_gets_pings_and_a_late_failure_is_an_error_event() {
     let mut limits = Limits::DEFAULT;
     limits.ping_interval = Duration::from_millis(200);
     let replica = Replica::start().await.unwrap();
-    let h = start_full(
-        replica,
-        None,
-        None,
-        std::sync::Arc::new(cursor_agent::session::StaticToken::new("t")),
-        limits,
-    )
-    .await;
+    let h = start_keyed(replica, &[], limits).await;
     h.replica.script(Script::Silent);
     let body = request(&[json!({"role": "user", "content": "think quietly"})], true).to_string();
     let mut stream = tokio::net::TcpStream::connect(h.addr).await.unwrap();

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use cursor_agent::session::{Client, StaticToken};
+use cursor_agent::session::Client;
 use cursor_agent::testing::{Replica, Script};
 use cursor_gateway::{GatewayTokens, Limits};
 use serde_json::{Value, json};
@@ -386,7 +386,7 @@ async fn without_cursor_credentials_every_request_is_a_401_that_says_what_to_set
         |_: &str| None,
         None,
     );
-    let h = start_full(replica, None, None, Arc::new(tokens), Limits::DEFAULT).await;
+    let h = start_full(replica, &[], None, Arc::new(tokens), Limits::DEFAULT).await;
     let (status, body) = post(
         &h,
         &json!({"model": "composer-2.5", "messages": [{"role": "user", "content": "ping"}]}),
@@ -462,14 +462,7 @@ async fn past_max_sessions_idle_conversations_are_dropped_and_resume_from_their_
     let replica = Replica::start().await.unwrap();
     let mut limits = Limits::DEFAULT;
     limits.max_conversations = 2;
-    let h = start_full(
-        replica,
-        None,
-        None,
-        Arc::new(StaticToken::new("token")),
-        limits,
-    )
-    .await;
+    let h = start_keyed(replica, &[], limits).await;
     let request = |messages: &Vec<Value>| json!({"model": "composer-2.5", "messages": messages, "tools": shout_tool()});
     // A waits for a tool result: it must survive the eviction.
     let mut waiting = vec![json!({"role": "user", "content": "tool: shout {\"text\": \"held\"}"})];

@@ -3,40 +3,18 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
-use cursor_agent::session::{Client, StaticToken};
 use cursor_agent::testing::Replica;
-use cursor_catalog::CatalogStore;
-use cursor_gateway::{ClientKeys, Gateway, GatewayConfig};
 use serde_json::{Value, json};
 
 /// A harness whose gateway takes two client keys, `k1` and `k2`.
 async fn start_two_keys() -> Harness {
-    let replica = Replica::start().await.unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let gateway = Gateway::new(
-        GatewayConfig::new(
-            Client::new().unwrap(),
-            replica.origin(),
-            Arc::new(StaticToken::new("token")),
-            state.path().to_owned(),
-            CatalogStore::from_static().catalog().clone(),
-            "file:///tmp",
-        )
-        .with_keys(ClientKeys::new(["k1".to_owned(), "k2".to_owned()])),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(gateway.clone().serve(listener));
-    Harness {
-        gateway,
-        replica,
-        addr,
-        state,
-        _server: server,
-    }
+    start_keyed(
+        Replica::start().await.unwrap(),
+        &["k1", "k2"],
+        cursor_gateway::Limits::DEFAULT,
+    )
+    .await
 }
 
 async fn respond(h: &Harness, body: &Value, key: Option<&str>) -> (u16, Value) {

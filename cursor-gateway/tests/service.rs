@@ -4,18 +4,15 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use cursor_agent::session::{Client, StaticToken};
 use cursor_agent::testing::{Replica, Script};
 use cursor_agent::wire::{
     AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
     agent_server_message::Message as Server, interaction_update::Message as Update,
 };
-use cursor_catalog::CatalogStore;
-use cursor_gateway::{ClientKeys, Gateway, GatewayConfig, Limits};
+use cursor_gateway::Limits;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -25,29 +22,7 @@ async fn gateway_on(
     keys: &[&str],
     limits: Limits,
 ) -> Harness {
-    let state = tempfile::tempdir().unwrap();
-    let gateway = Gateway::new(
-        GatewayConfig::new(
-            Client::new().unwrap(),
-            replica.origin(),
-            Arc::new(StaticToken::new("token")),
-            state.path().to_owned(),
-            CatalogStore::from_static().catalog().clone(),
-            "file:///tmp",
-        )
-        .with_keys(ClientKeys::new(keys.iter().map(|k| (*k).to_owned())))
-        .with_limits(limits),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(gateway.clone().serve(listener));
-    Harness {
-        gateway,
-        replica,
-        addr,
-        state,
-        _server: server,
-    }
+    start_keyed(replica, keys, limits).await
 }
 
 /// One chat turn as `key`: the messages with the answer appended, and the answer's text.

@@ -30,12 +30,19 @@ pub(crate) async fn start_on(
     state: Option<tempfile::TempDir>,
 ) -> Harness {
     let tokens = Arc::new(StaticToken::new("token"));
-    start_full(replica, api_key, state, tokens, Limits::DEFAULT).await
+    let keys: Vec<&str> = api_key.into_iter().collect();
+    start_full(replica, &keys, state, tokens, Limits::DEFAULT).await
+}
+
+/// A gateway over `replica` taking client `keys` (none: every client), with `limits`.
+pub(crate) async fn start_keyed(replica: ReplicaServer, keys: &[&str], limits: Limits) -> Harness {
+    let tokens = Arc::new(StaticToken::new("token"));
+    start_full(replica, keys, None, tokens, limits).await
 }
 
 pub(crate) async fn start_full(
     replica: ReplicaServer,
-    api_key: Option<&str>,
+    keys: &[&str],
     state: Option<tempfile::TempDir>,
     tokens: Arc<dyn TokenSource>,
     limits: Limits,
@@ -50,7 +57,7 @@ pub(crate) async fn start_full(
             CatalogStore::from_static().catalog().clone(),
             "file:///tmp",
         )
-        .with_keys(ClientKeys::new(api_key.map(str::to_owned)))
+        .with_keys(ClientKeys::new(keys.iter().map(|k| (*k).to_owned())))
         .with_limits(limits),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
