@@ -183,6 +183,10 @@ async fn messages(
     request: Request,
 ) -> Result<Response, AnthropicError> {
     let (headers, namespace, body) = read_body(&gateway, request).await?;
+    // Betas change nothing here: accepted whatever they say, listed for whoever debugs.
+    if let Some(betas) = headers.get("anthropic-beta").and_then(|v| v.to_str().ok()) {
+        tracing::debug!(betas, "anthropic-beta accepted and ignored");
+    }
     let key = gateway.thinking_key();
     crate::anthropic_serve::handle(&gateway, key, &namespace, header_hint(&headers), &body)
         .await

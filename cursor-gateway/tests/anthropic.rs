@@ -119,6 +119,37 @@ async fn a_streamed_tool_round_follows_the_event_sequence_and_its_result_continu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_tool_uses_arrive_as_blocks_of_one_message_and_their_results_continue_one_run() {
+    let h = start_with(None, None).await;
+    let mut history = vec![
+        json!({"role": "user", "content": "tool: shout {\"text\": \"a\"}\ntool: shout {\"text\": \"b\"}"}),
+    ];
+    let (status, body) = messages(&h, &request(&history, false), None).await;
+    assert_eq!(status, 200, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    let calls: Vec<&Value> = body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .collect();
+    assert_eq!(calls.len(), 2, "{body}");
+    history.push(json!({"role": "assistant", "content": body["content"].clone()}));
+    let results: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": c["input"]["text"].as_str().unwrap().to_uppercase()}))
+        .collect();
+    history.push(json!({"role": "user", "content": results}));
+    let (status, body) = messages(&h, &request(&history, false), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        h.replica.runs().len(),
+        1,
+        "both results went onto the one waiting Run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cursors_native_shell_request_becomes_a_call_of_claude_codes_bash() {
     let h = start_with(None, None).await;
     let (status, body) = messages(
