@@ -269,3 +269,32 @@ async fn the_form_that_worked_goes_first_in_the_sessions_later_turns() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_learned_form_the_server_stops_taking_gives_way_to_the_hosts_form_again() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_model_id_form("grok-4.7", ModelIdForm::BareOnly);
+    let session = session(&replica);
+    let model = choice("grok-4.7-high", "grok-4.7");
+    assert!(ended_normally(
+        &whole_turn(&session, ask("ping"), &model).await
+    ));
+    // The rule flips (it changes over time, PROTOCOL-AGENT §13.4).
+    replica.set_model_id_form("grok-4.7", ModelIdForm::SuffixedOnly);
+    assert!(ended_normally(
+        &whole_turn(&session, ask("again"), &model).await
+    ));
+    assert!(ended_normally(
+        &whole_turn(&session, ask("and again"), &model).await
+    ));
+    assert_eq!(
+        models(&replica.runs()),
+        [
+            ("grok-4.7-high", "model-not-found"),
+            ("grok-4.7", "completed"),
+            ("grok-4.7", "model-not-found"),
+            ("grok-4.7-high", "completed"),
+            ("grok-4.7-high", "completed")
+        ]
+    );
+}

@@ -570,7 +570,15 @@ impl State {
             "retry": alternate,
             "failure": refused.message,
         }));
-        lock(&self.shared.learned_models).insert(first.clone(), alternate);
+        {
+            let mut learned = lock(&self.shared.learned_models);
+            let before = learned.len();
+            // A learned form refused now gives way: the host's form goes first again.
+            learned.retain(|_, form| *form != first);
+            if learned.len() == before {
+                learned.insert(first.clone(), alternate);
+            }
+        }
         self.ctx.models_not_found.push(first);
         self.start().await
     }
