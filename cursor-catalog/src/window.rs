@@ -2,7 +2,8 @@
 //!
 //! `GetUsableModels` carries no window and Max Mode does not enlarge every family: public
 //! clients found 1M for Gemini, Sonnet 5, Opus 5, Fable 5, GPT-5.6 Sol and Kimi K3, and no
-//! change for Grok, Composer, GPT-5.6 Luna and Terra (pi-cursor #7; PROTOCOL-AGENT §13.4).
+//! change for Grok, Composer, GPT-5.6 Luna and Terra (the public reports are in PROTOCOL-AGENT
+//! §13.4).
 
 /// The window Max Mode gives the families of [`max_mode_reaches_1m`].
 pub const MAX_MODE_CONTEXT_WINDOW: u64 = 1_000_000;
@@ -31,7 +32,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_families_pi_cursor_7_lists_reach_one_million_in_max_mode() {
+    fn the_reported_families_reach_one_million_in_max_mode() {
         for id in [
             "gemini-3-pro",
             "gemini-3.5-flash",
