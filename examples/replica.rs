@@ -73,6 +73,13 @@
 //! - `--checkpoint-ttl SECS` [`REPLICA_CHECKPOINT_TTL`]: expire checkpoints older than SECS
 //!   (fractions allowed): a Run resuming one fails with `Conversation data missing`, as the live
 //!   backend does after about 30 minutes (§13.3); by default checkpoints never expire;
+//! - `--bare-only-model ID` [`REPLICA_BARE_ONLY_MODELS`, comma-separated]: take the family `ID`
+//!   only as the bare id; `ID-high`, `ID-fast` and every other suffixed form end `not_found`
+//!   (Grok 4.7 on the live servers, docs/PROTOCOL-AGENT.md §13.4); repeatable;
+//! - `--suffixed-only-model ID` [`REPLICA_SUFFIXED_ONLY_MODELS`, comma-separated]: take the
+//!   family `ID` only suffixed (`ID-low`, `ID-high`, `ID-max`); the bare id ends `not_found`
+//!   (Kimi K3, §13.4); repeatable. Each Run's requested model id is in its `--log` line
+//!   (`model`, with `outcome` `model-not-found` when refused);
 //! - `--help`: print the flags.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
@@ -87,8 +94,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use cursor_agent::testing::{
-    AllowedTools, Exhaustion, Fault, HoldOpen, McpStateRequests, Replica, Script, StateLoss,
-    ToolNaming,
+    AllowedTools, Exhaustion, Fault, HoldOpen, McpStateRequests, ModelIdForm, Replica, Script,
+    StateLoss, ToolNaming,
 };
 use cursor_catalog::testing::{FixtureRoster, FixtureUsage, usage_body};
 use cursor_catalog::{Rpc, UsageRpc};
@@ -122,6 +129,8 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
   --tool-naming bare|mcp|dash       the name host tools are called by (REPLICA_TOOL_NAMING)
   --checkpoint-ttl SECS             expire checkpoints older than SECS (REPLICA_CHECKPOINT_TTL)
   --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
+  --bare-only-model ID              suffixed forms of ID are not_found (REPLICA_BARE_ONLY_MODELS=a,b)
+  --suffixed-only-model ID          the bare ID is not_found (REPLICA_SUFFIXED_ONLY_MODELS=a,b)
   --help                            this text
 
 POST /replica/script bodies: silent, text N, think TEXT, resource-exhausted MESSAGE,
@@ -145,6 +154,8 @@ struct Options {
     max_concurrent_streams: Option<u32>,
     tool_naming: ToolNaming,
     checkpoint_ttl: Option<Duration>,
+    /// Model families served in one id form only (`--bare-only-model`, `--suffixed-only-model`).
+    model_id_forms: Vec<(String, ModelIdForm)>,
 }
 
 /// The `--tool-naming` words.
@@ -218,6 +229,21 @@ impl Options {
             checkpoint_ttl: env("REPLICA_CHECKPOINT_TTL")
                 .map(|secs| secs.parse().map(Duration::from_secs_f64))
                 .transpose()?,
+            model_id_forms: [
+                ("REPLICA_BARE_ONLY_MODELS", ModelIdForm::BareOnly),
+                ("REPLICA_SUFFIXED_ONLY_MODELS", ModelIdForm::SuffixedOnly),
+            ]
+            .into_iter()
+            .flat_map(|(name, form)| {
+                env(name)
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|id| !id.is_empty())
+                    .map(|id| (id.to_owned(), form))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -267,6 +293,16 @@ impl Options {
                 "--tool-naming" => {
                     let word = args.next().ok_or("--tool-naming needs a word")?;
                     options.tool_naming = tool_naming(&word)?;
+                }
+                "--bare-only-model" => {
+                    let id = args.next().ok_or("--bare-only-model needs a model id")?;
+                    options.model_id_forms.push((id, ModelIdForm::BareOnly));
+                }
+                "--suffixed-only-model" => {
+                    let id = args
+                        .next()
+                        .ok_or("--suffixed-only-model needs a model id")?;
+                    options.model_id_forms.push((id, ModelIdForm::SuffixedOnly));
                 }
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
@@ -319,6 +355,9 @@ async fn main() -> Result<(), BoxError> {
     replica.set_min_client_version(options.min_client_version.clone());
     replica.set_tool_naming(options.tool_naming);
     replica.set_checkpoint_ttl(options.checkpoint_ttl);
+    for (id, form) in &options.model_id_forms {
+        replica.set_model_id_form(id.clone(), *form);
+    }
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -56,6 +56,14 @@ impl ThinkingLevel {
         Self::ALL.into_iter().find(|level| level.as_str() == name)
     }
 
+    /// The effort word Cursor writes at the end of a slug for this level (`none`, …, `max`).
+    pub const fn slug_word(self) -> &'static str {
+        match self {
+            Self::Off => "none",
+            other => other.as_str(),
+        }
+    }
+
     /// Reads an effort word as Cursor writes it at the end of a slug
     /// (`none|minimal|low|medium|high|xhigh|extra-high|max`).
     pub(crate) fn from_slug_word(word: &str) -> Option<Self> {

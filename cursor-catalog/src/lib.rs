@@ -11,7 +11,9 @@
 //!   input kinds, context window, output budget, max mode, and a thinking level → published slug
 //!   map plus the backend's default variant.
 //! - **Slugs** ([`Catalog::slug_for`]): the slug is what goes on the wire; effort and context are
-//!   never sent as parameters (PROTOCOL-AGENT §2.1).
+//!   never sent as parameters (PROTOCOL-AGENT §2.1). [`Catalog::resolve`] adds the other id
+//!   form (bare or suffixed) for one retry where the live server disagrees with the catalog
+//!   (PROTOCOL-AGENT §13.4).
 //! - **Cache** ([`CatalogStore`]): a TTL of ten minutes against an injected `now`, a versioned
 //!   JSON [`Snapshot`] the host persists, fallback to that snapshot or to a static table when
 //!   discovery fails (with a [`CatalogWarning`], never printed), and healing of pre-vision
@@ -72,13 +74,14 @@ mod static_table;
 mod store;
 mod usage;
 mod warning;
+mod window;
 
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 pub use agent_host::{AgentOrigin, agent_origin_from_server_config, resolve_agent_origin};
-pub use catalog::Catalog;
+pub use catalog::{Catalog, WireModel};
 pub use discovery::discover;
 pub use error::CatalogError;
 pub use level::ThinkingLevel;
@@ -93,3 +96,4 @@ pub use static_table::static_catalog;
 pub use store::{CatalogStore, DEFAULT_TTL_MS, RefreshOptions, RefreshOutcome, RefreshReport};
 pub use usage::{AccountUsage, UsageRpcs, fetch_usage};
 pub use warning::{CatalogSource, CatalogWarning};
+pub use window::MAX_MODE_CONTEXT_WINDOW;

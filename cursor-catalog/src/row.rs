@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::family::split_slug;
 use crate::level::ThinkingLevel;
+use crate::window::{MAX_MODE_CONTEXT_WINDOW, max_mode_reaches_1m};
 
 /// Context window assumed when Cursor publishes none.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
@@ -155,6 +157,48 @@ impl ModelRow {
     pub fn publishes(&self, slug: &str) -> bool {
         self.default_slug == slug || self.slugs.iter().any(|s| s == slug)
     }
+
+    /// The context window with Max Mode on: 1M for the families whose Max Mode extends it
+    /// (PROTOCOL-AGENT §13.4), else the normal window; a family without Max Mode keeps its own.
+    pub fn max_mode_context_window(&self) -> u64 {
+        if self.max_mode != MaxMode::Unsupported && max_mode_reaches_1m(&self.id) {
+            self.context_window.max(MAX_MODE_CONTEXT_WINDOW)
+        } else {
+            self.context_window
+        }
+    }
+
+    /// The context window a request with `max_mode` gets.
+    pub fn context_window_for(&self, max_mode: bool) -> u64 {
+        if max_mode {
+            self.max_mode_context_window()
+        } else {
+            self.context_window
+        }
+    }
+
+    /// The other id form of `slug` for one retry when Cursor answers `not_found`
+    /// (PROTOCOL-AGENT §13.4): a slug with an effort word falls back to the bare family id, a
+    /// bare id sent for `level` to that id with the level's effort word. `None` when there is
+    /// no other form.
+    pub fn alternate_slug(&self, slug: &str, level: Option<ThinkingLevel>) -> Option<String> {
+        let parts = split_slug(slug);
+        let alternate = match (parts.level, level) {
+            (Some(_), _) => parts.family,
+            (None, Some(level)) => with_effort_word(slug, level),
+            (None, None) => return None,
+        };
+        (alternate != slug && !alternate.is_empty()).then_some(alternate)
+    }
+}
+
+/// `slug` with `level`'s effort word before any `-fast` (`grok-4.7-fast` → `grok-4.7-high-fast`).
+fn with_effort_word(slug: &str, level: ThinkingLevel) -> String {
+    let word = level.slug_word();
+    match slug.strip_suffix("-fast").filter(|base| !base.is_empty()) {
+        Some(base) => format!("{base}-{word}-fast"),
+        None => format!("{slug}-{word}"),
+    }
 }
 
 #[cfg(test)]
@@ -182,5 +226,56 @@ mod tests {
         assert_eq!(row.level_slug(ThinkingLevel::High), Some("grok-4.7-high"));
         assert_eq!(row.level_slug(ThinkingLevel::Low), None);
         assert_eq!(row.level_slug(ThinkingLevel::Max), None);
+    }
+
+    fn levelled(id: &str, levels: &[(ThinkingLevel, &str)]) -> ModelRow {
+        let mut row = ModelRow::new(id, id, levels[0].1);
+        for (level, slug) in levels {
+            row.thinking_levels.insert(*level, (*slug).into());
+            row.slugs.push((*slug).into());
+        }
+        row
+    }
+
+    #[test]
+    fn a_suffixed_slug_falls_back_to_the_bare_id_and_a_bare_one_to_the_suffixed_form() {
+        let grok = levelled("grok-4.7", &[(ThinkingLevel::High, "grok-4.7-high")]);
+        assert_eq!(
+            grok.alternate_slug("grok-4.7-high", Some(ThinkingLevel::High)),
+            Some("grok-4.7".into())
+        );
+        let bare = ModelRow::new("grok-4.7", "Grok 4.7", "grok-4.7");
+        assert_eq!(
+            bare.alternate_slug("grok-4.7", Some(ThinkingLevel::Xhigh)),
+            Some("grok-4.7-xhigh".into())
+        );
+        assert_eq!(
+            bare.alternate_slug("grok-4.7-fast", Some(ThinkingLevel::High)),
+            Some("grok-4.7-high-fast".into())
+        );
+        assert_eq!(bare.alternate_slug("grok-4.7", None), None);
+        assert_eq!(
+            bare.alternate_slug("grok-4.7", Some(ThinkingLevel::Off)),
+            Some("grok-4.7-none".into())
+        );
+    }
+
+    #[test]
+    fn max_mode_reaches_one_million_only_where_the_table_says_and_the_family_offers_it() {
+        let mut kimi = levelled("kimi-k3", &[(ThinkingLevel::High, "kimi-k3-high")]);
+        kimi.context_window = 256_000;
+        kimi.max_mode = MaxMode::Optional;
+        assert_eq!(kimi.context_window_for(false), 256_000);
+        assert_eq!(kimi.context_window_for(true), 1_000_000);
+
+        let mut grok = ModelRow::new("grok-4.7", "Grok 4.7", "grok-4.7");
+        grok.context_window = 256_000;
+        grok.max_mode = MaxMode::Optional;
+        assert_eq!(grok.max_mode_context_window(), 256_000);
+
+        let mut gemini = ModelRow::new("gemini-3-pro", "Gemini 3 Pro", "gemini-3-pro");
+        assert_eq!(gemini.max_mode_context_window(), DEFAULT_CONTEXT_WINDOW);
+        gemini.max_mode = MaxMode::Required;
+        assert_eq!(gemini.max_mode_context_window(), 1_000_000);
     }
 }

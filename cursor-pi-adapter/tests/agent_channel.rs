@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cursor_agent::testing::{Replica, ReplicaServer, Script};
+use cursor_agent::testing::{ModelIdForm, Replica, ReplicaServer, Script};
 use cursor_agent::{HandleStore, Loaded};
 use cursor_catalog::CatalogStore;
 use cursor_pi_adapter::provider::{
@@ -234,6 +234,66 @@ async fn an_unknown_model_is_a_classified_error_naming_it() {
         .await;
     let text = last(&events)["error"]["errorMessage"].as_str().unwrap();
     assert!(text.contains("no-such-model"), "{text}");
+}
+
+/// The static catalog lists `grok-4.7-{low,medium,high}`; a server that takes only the bare id
+/// costs one refused Run, and pi sees only the answer (PROTOCOL-AGENT §13.4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_suffixed_catalog_entry_is_retried_with_the_bare_id_the_server_takes() {
+    let f = fixture().await;
+    f.replica
+        .set_model_id_form("grok-4.7", ModelIdForm::BareOnly);
+    let model = MODEL.replace("composer-2.5", "grok-4.7");
+    let options = r#"{"sessionId": "session-1", "apiKey": "replica-token", "reasoning": "high"}"#;
+    let mut events = Vec::new();
+    f.provider
+        .stream(
+            &model,
+            &context(vec![user("ping")]),
+            options,
+            AbortSignal::never(),
+            |e| events.push(e),
+        )
+        .await;
+    let done = last(&events);
+    assert_eq!(done["type"], "done", "{events:?}");
+    assert_eq!(done["message"]["content"][0]["text"], "pong");
+    let runs: Vec<(String, String)> = f
+        .replica
+        .runs()
+        .into_iter()
+        .map(|run| (run.model, run.outcome))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("grok-4.7-high".to_owned(), "model-not-found".to_owned()),
+            ("grok-4.7".to_owned(), "completed".to_owned())
+        ]
+    );
+}
+
+/// Neither form served: pi is told to pick a model its list has, with the list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_served_in_neither_form_names_the_catalog_models() {
+    let f = fixture().await;
+    f.replica.script(Script::NotFound);
+    f.replica.script(Script::NotFound);
+    let mut events = Vec::new();
+    f.provider
+        .stream(
+            MODEL,
+            &context(vec![user("ping")]),
+            OPTIONS,
+            AbortSignal::never(),
+            |e| events.push(e),
+        )
+        .await;
+    let text = last(&events)["error"]["errorMessage"].as_str().unwrap();
+    assert!(
+        text.contains("grok-4.7") && text.contains("gemini-3-pro"),
+        "{text}"
+    );
 }
 
 fn assistant(text: &str) -> Value {

@@ -16,6 +16,10 @@
 //! - **Exactly one stale rebuild**: a resume the server no longer knows (blob miss, `not_found`)
 //!   is rebuilt once, starting with [`Event::Reset`](cursor_proto::ir::Event::Reset), from the
 //!   latest transcript, tool results of the leg that went stale included.
+//! - **One retry of a model id Cursor does not serve**: a fresh Run answered `not_found` before
+//!   anything streamed opens once more with [`ModelChoice::alternate`] (the other id form, bare
+//!   or suffixed), and the session sends that form first from then on; a second `not_found`
+//!   reaches the host as `PickModel` naming [`ModelChoice::known_models`] (PROTOCOL-AGENT §13.4).
 //! - **Durable handles**: the handle is written atomically when the completed turn's
 //!   checkpoint is in hand, before the turn's `Done` reaches the host, so a server that keeps
 //!   the response open never delays the host nor loses the handle. A handle that cannot be
@@ -61,6 +65,7 @@ mod debug;
 mod tokens;
 mod turn;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -101,6 +106,12 @@ pub struct ModelChoice {
     pub slug: String,
     /// `requested_model.max_mode`.
     pub max_mode: bool,
+    /// The other id form of the same model (bare for a suffixed slug, suffixed for a bare one),
+    /// sent once when Cursor answers `slug` with `not_found` before the host saw anything
+    /// (PROTOCOL-AGENT §13.4). The host fills it from its catalog.
+    pub alternate: Option<String>,
+    /// The model ids the host's catalog lists, named in the error when neither form is served.
+    pub known_models: Vec<String>,
 }
 
 impl ModelChoice {
@@ -109,7 +120,23 @@ impl ModelChoice {
         Self {
             slug: slug.into(),
             max_mode: false,
+            alternate: None,
+            known_models: Vec::new(),
         }
+    }
+
+    /// Sets [`ModelChoice::alternate`].
+    #[must_use]
+    pub fn with_alternate(mut self, alternate: Option<String>) -> Self {
+        self.alternate = alternate;
+        self
+    }
+
+    /// Sets [`ModelChoice::known_models`].
+    #[must_use]
+    pub fn with_known_models(mut self, known_models: Vec<String>) -> Self {
+        self.known_models = known_models;
+        self
     }
 
     /// Sets [`ModelChoice::max_mode`].
@@ -143,6 +170,8 @@ struct Inner {
     config_warnings_owed: AtomicBool,
     /// Turn streams alive now (a second one is a concurrent turn).
     active_turns: AtomicUsize,
+    /// Model id → the other form Cursor served after refusing it, for later turns.
+    learned_models: Mutex<HashMap<String, String>>,
 }
 
 impl fmt::Debug for AgentSession {
@@ -435,6 +464,7 @@ impl SessionBuilder {
                 parked: Mutex::new(None),
                 config_warnings_owed: AtomicBool::new(no_workspace || no_resume),
                 active_turns: AtomicUsize::new(0),
+                learned_models: Mutex::new(HashMap::new()),
             }),
         }
     }

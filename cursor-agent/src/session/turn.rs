@@ -79,6 +79,8 @@ struct Ctx {
     /// anything.
     capacity_retry_left: bool,
     rebuild_left: bool,
+    /// The model ids this turn asked for that Cursor answered `not_found`, in order.
+    models_not_found: Vec<String>,
     /// An event of a Run of this turn reached the host, of any kind (a Run that streamed is
     /// never replayed).
     streamed: bool,
@@ -190,7 +192,10 @@ pub(super) fn open(
                 }
                 parked.cancel();
             }
-            (Ctx::new(conversation.clone(), model.clone()), Step::Start)
+            (
+                Ctx::new(conversation.clone(), learned_form(shared, model)),
+                Step::Start,
+            )
         }
     };
     shared.active_turns.fetch_add(1, Ordering::AcqRel);
@@ -222,6 +227,7 @@ impl Ctx {
             network_retry_left: true,
             capacity_retry_left: true,
             rebuild_left: true,
+            models_not_found: Vec::new(),
             streamed: false,
         }
     }
@@ -380,6 +386,16 @@ impl State {
                     }
                     return None;
                 }
+                if self.may_retry_model(failure.as_ref()) {
+                    match self.retry_model(&info).await {
+                        Ok(retried) => self.step = Step::Stream(retried),
+                        Err(failure) => self.fail(failure),
+                    }
+                    return None;
+                }
+                if self.model_not_found(failure.as_ref()) {
+                    return Some(AgentEvent::Ir(Event::Error(self.pick_model(&info))));
+                }
                 match self.rebuild_if_stale(failure).await {
                     Some(Ok(rebuilt)) => {
                         self.step = Step::Stream(rebuilt);
@@ -528,6 +544,76 @@ impl State {
             && info.next_step == NextStep::WaitAndRetry
     }
 
+    /// Cursor answered a fresh (not resumed) Run `not_found` before anything streamed: it does
+    /// not serve the model id in this form (a resumed Run's `not_found` is a stale resume).
+    fn model_not_found(&self, failure: Option<&AgentError>) -> bool {
+        !self.ctx.streamed
+            && self.ctx.label != RunLabel::Resume
+            && matches!(failure, Some(AgentError::Remote(info)) if info.code.as_deref() == Some("not_found"))
+    }
+
+    /// Once per turn, and only with an other id form the host gave (PROTOCOL-AGENT §13.4).
+    fn may_retry_model(&self, failure: Option<&AgentError>) -> bool {
+        self.ctx.models_not_found.is_empty()
+            && self.ctx.model.alternate.is_some()
+            && self.model_not_found(failure)
+    }
+
+    /// Opens the Run again with the model's other id form, and remembers that form for the
+    /// session's later turns.
+    async fn retry_model(&mut self, refused: &ErrorInfo) -> Result<Live, ErrorInfo> {
+        let alternate = self.ctx.model.alternate.take().unwrap_or_default();
+        let first = std::mem::replace(&mut self.ctx.model.slug, alternate.clone());
+        self.debug(serde_json::json!({
+            "event": "modelRetry",
+            "refused": first,
+            "retry": alternate,
+            "failure": refused.message,
+        }));
+        {
+            let mut learned = lock(&self.shared.learned_models);
+            let before = learned.len();
+            // A learned form refused now gives way: the host's form goes first again.
+            learned.retain(|_, form| *form != first);
+            if learned.len() == before {
+                learned.insert(first.clone(), alternate);
+            }
+        }
+        self.ctx.models_not_found.push(first);
+        self.start().await
+    }
+
+    /// Neither id form is served: the host should pick a model its catalog lists.
+    fn pick_model(&mut self, refused: &ErrorInfo) -> ErrorInfo {
+        let mut tried = std::mem::take(&mut self.ctx.models_not_found);
+        tried.push(self.ctx.model.slug.clone());
+        {
+            // A form learned earlier stopped working: the next turn starts from the host's.
+            let mut learned = lock(&self.shared.learned_models);
+            learned.retain(|_, form| !tried.contains(form));
+        }
+        let listed = if self.ctx.model.known_models.is_empty() {
+            "refresh the model list".to_owned()
+        } else {
+            format!(
+                "the catalog lists {}",
+                self.ctx.model.known_models.join(", ")
+            )
+        };
+        let mut info = ErrorInfo::new(
+            ErrorKind::RemoteRefusal,
+            format!(
+                "Cursor does not serve model {} ({}); {listed}",
+                tried.join(" nor "),
+                refused.message
+            ),
+            NextStep::PickModel,
+        );
+        info.code.clone_from(&refused.code);
+        info.http_status = refused.http_status;
+        info
+    }
+
     /// After a Run failed: when a resume was stale or Cursor lost the conversation's state,
     /// the rebuild to stream instead (once per turn, the handle dropped); `None` when the
     /// failure was anything else, or a second loss in the turn.
@@ -665,6 +751,17 @@ impl State {
             );
         }
     }
+}
+
+/// `model` with the id form an earlier turn of this session found Cursor serves, the host's
+/// form kept as the alternate.
+fn learned_form(shared: &Inner, model: &ModelChoice) -> ModelChoice {
+    let mut model = model.clone();
+    if let Some(learned) = lock(&shared.learned_models).get(&model.slug) {
+        let host = std::mem::replace(&mut model.slug, learned.clone());
+        model.alternate = Some(host);
+    }
+    model
 }
 
 /// Runs a handle-store call on tokio's blocking pool: file locks and fsync may block for

@@ -48,5 +48,7 @@ mod replica;
 mod script;
 
 pub use record::{ExecRecord, RunRecord};
-pub use replica::{AllowedTools, HoldOpen, McpStateRequests, Replica, ReplicaServer, ToolNaming};
+pub use replica::{
+    AllowedTools, HoldOpen, McpStateRequests, ModelIdForm, Replica, ReplicaServer, ToolNaming,
+};
 pub use script::{Exhaustion, Fault, Script, StateLoss};

@@ -35,9 +35,10 @@ pub struct RunRecord {
     pub execs: Vec<ExecRecord>,
     /// The answer text streamed.
     pub answer: String,
-    /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `blob-miss`,
-    /// `client-closed`, `scripted`, `silent`, `resource-exhausted`, `update-required`,
-    /// `fault: <kind>`, `stalled: <why>`, `rejected: <why>`.
+    /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `model-not-found` (an id
+    /// form the backend does not serve), `blob-miss`, `client-closed`, `scripted`, `silent`,
+    /// `resource-exhausted`, `update-required`, `fault: <kind>`, `stalled: <why>`,
+    /// `rejected: <why>`.
     pub outcome: String,
 }
 

@@ -30,6 +30,8 @@ struct State {
     min_client_version: Option<String>,
     tool_naming: ToolNaming,
     checkpoint_ttl: Option<Duration>,
+    /// Model families whose ids the backend takes in one form only.
+    model_id_forms: Vec<(String, ModelIdForm)>,
     /// Bumped by each [`Replica::restart`]; a Run waiting for tool results across a bump lost
     /// its tool session.
     generation: u64,
@@ -64,6 +66,7 @@ impl std::fmt::Debug for Replica {
             .field("min_client_version", &state.min_client_version)
             .field("tool_naming", &state.tool_naming)
             .field("checkpoint_ttl", &state.checkpoint_ttl)
+            .field("model_id_forms", &state.model_id_forms)
             .field("generation", &state.generation)
             .finish()
     }
@@ -173,6 +176,30 @@ impl Replica {
     /// resuming one fails with `Conversation data missing`. `None` (the default) keeps them.
     pub fn set_checkpoint_ttl(&self, ttl: Option<Duration>) {
         self.lock().checkpoint_ttl = ttl;
+    }
+
+    /// Takes the model family `base` (`grok-4.7`, `kimi-k3`) only in `form`: a Run asking for it
+    /// in the other form ends with Connect `not_found` before any frame, as Cursor answers
+    /// an id it does not serve (PROTOCOL-AGENT §13.4). Families never named here are taken in
+    /// any form. Setting a family again replaces its form.
+    pub fn set_model_id_form(&self, base: impl Into<String>, form: ModelIdForm) {
+        let base = base.into();
+        let mut state = self.lock();
+        state.model_id_forms.retain(|(b, _)| *b != base);
+        state.model_id_forms.push((base, form));
+    }
+
+    /// Whether the backend refuses the model id `slug` (see [`Replica::set_model_id_form`]).
+    pub(super) fn refuses_model(&self, slug: &str) -> bool {
+        self.lock().model_id_forms.iter().any(|(base, form)| {
+            let suffixed = slug
+                .strip_prefix(base.as_str())
+                .is_some_and(|rest| rest.starts_with('-'));
+            match form {
+                ModelIdForm::BareOnly => suffixed,
+                ModelIdForm::SuffixedOnly => slug == base,
+            }
+        })
     }
 
     /// Loses `conversation_id`'s server state this way: the next Run of it fails so (and the
@@ -316,6 +343,18 @@ impl McpStateRequests {
             Self::Always => true,
         }
     }
+}
+
+/// The one id form the backend takes for a model family (see [`Replica::set_model_id_form`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelIdForm {
+    /// Only the bare id (`grok-4.7`); `grok-4.7-high` or `grok-4.7-fast` is `not_found`
+    /// (jcode #1377).
+    BareOnly,
+    /// Only ids with a suffix (`kimi-k3-low`, `kimi-k3-high`, `kimi-k3-max`); the bare id is
+    /// `not_found` (opencodex #646).
+    SuffixedOnly,
 }
 
 /// Whether the replica's model respects `x-cursor-agent-allowed-tools` (see

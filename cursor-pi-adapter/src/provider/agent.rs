@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cursor_agent::session::{AgentSession, DebugSink, JsonLinesFile, ModelChoice, SessionConfig};
 use cursor_agent::{AgentEvent, HandleStore, Timers};
-use cursor_catalog::{Catalog, CatalogStore, MaxMode, ThinkingLevel};
+use cursor_catalog::{Catalog, CatalogStore, ThinkingLevel};
 use cursor_proto::ir::{ErrorInfo, Event, Warning};
 use cursor_transport::{CliIdentity, Client, Origin};
 use futures::stream::{self, BoxStream, StreamExt};
@@ -250,22 +250,23 @@ impl AgentChannel {
         })
     }
 
-    /// The published slug (and max mode) for pi's model and thinking level.
+    /// The published slug (and max mode) for pi's model and thinking level, with the other id
+    /// form to retry once and the catalog's models to name if neither is served
+    /// (PROTOCOL-AGENT §13.4).
     fn model_for(&self, turn: &Turn) -> Result<ModelChoice, ErrorInfo> {
         let level = turn
             .options
             .reasoning
             .as_deref()
             .and_then(ThinkingLevel::from_host_name);
-        let slug = self
+        let wire = self
             .catalog
-            .slug_for(&turn.model.id, level)
+            .resolve(&turn.model.id, level)
             .map_err(ErrorInfo::from)?;
-        let max_mode = self
-            .catalog
-            .row(&turn.model.id)
-            .is_some_and(|row| row.max_mode == MaxMode::Required);
-        Ok(ModelChoice::new(slug).with_max_mode(max_mode))
+        Ok(ModelChoice::new(wire.slug)
+            .with_max_mode(wire.max_mode)
+            .with_alternate(wire.alternate)
+            .with_known_models(self.catalog.model_ids()))
     }
 
     /// pi's session for `turn`: the one kept for its `sessionId`, or a fresh one that stores

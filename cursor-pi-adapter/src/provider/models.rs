@@ -15,6 +15,9 @@ pub fn pi_models(persisted: Option<&str>) -> (Vec<Value>, Vec<CatalogWarning>) {
 
 /// One row as a pi `ProviderModelConfig` (pi 0.99.1–1.6.0).
 ///
+/// `contextWindow` is the window of the Max Mode the requests send: 1M only for the families
+/// whose Max Mode extends it (PROTOCOL-AGENT §13.4).
+///
 /// Cursor publishes no prices, so a row without a cost is listed at zero. A reasoning family
 /// gets a `thinkingLevelMap` from pi's level names to the published slugs, with `null` for the
 /// levels it lacks (pi then does not offer them).
@@ -39,7 +42,8 @@ pub fn pi_model(row: &ModelRow) -> Value {
             "cacheRead": cost.cache_read,
             "cacheWrite": cost.cache_write,
         },
-        "contextWindow": row.context_window,
+        // The window of the mode pi's requests send (Max Mode only where the family requires it).
+        "contextWindow": row.context_window_for(row.max_mode.request_flag()),
         "maxTokens": row.max_tokens,
     });
     if row.reasoning && !row.thinking_levels.is_empty() {
@@ -61,6 +65,7 @@ pub fn pi_model(row: &ModelRow) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cursor_catalog::MaxMode;
 
     #[test]
     fn without_a_snapshot_the_static_table_is_listed_in_pi_shape() {
@@ -73,6 +78,21 @@ mod tests {
             assert_eq!(model["input"][0], "text", "{model}");
             assert!(model["cost"]["input"].is_number(), "{model}");
         }
+    }
+
+    #[test]
+    fn a_max_mode_only_family_lists_one_million_only_where_max_mode_extends_it() {
+        let mut kimi = ModelRow::new("kimi-k3", "Kimi K3", "kimi-k3-high");
+        kimi.context_window = 256_000;
+        kimi.max_mode = MaxMode::Required;
+        assert_eq!(pi_model(&kimi)["contextWindow"], 1_000_000);
+        let mut grok = ModelRow::new("grok-4.7", "Grok 4.7", "grok-4.7");
+        grok.context_window = 256_000;
+        grok.max_mode = MaxMode::Required;
+        assert_eq!(pi_model(&grok)["contextWindow"], 256_000);
+        // Optional Max Mode is not what pi sends: the normal window.
+        kimi.max_mode = MaxMode::Optional;
+        assert_eq!(pi_model(&kimi)["contextWindow"], 256_000);
     }
 
     #[test]

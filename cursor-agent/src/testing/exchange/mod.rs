@@ -225,6 +225,9 @@ impl Exchange<'_> {
         {
             return Err(refused("update-required", UPDATE_REQUIRED));
         }
+        if self.replica.refuses_model(&self.record.model) {
+            return Err(model_not_found(&self.record.model));
+        }
         let state = request.conversation_state.clone().unwrap_or_default();
         let conversation_id = request.conversation_id.clone().unwrap_or_default();
         match &script {
@@ -648,6 +651,17 @@ fn lost(loss: StateLoss) -> Stop {
     Stop {
         outcome: format!("state-lost: {loss:?}"),
         end: End::Error(loss.error()),
+    }
+}
+
+/// The backend does not serve `model` in this id form (PROTOCOL-AGENT §13.4).
+fn model_not_found(model: &str) -> Stop {
+    Stop {
+        outcome: "model-not-found".into(),
+        end: End::Error(ConnectError::new(
+            Code::NotFound,
+            format!("model {model} not found"),
+        )),
     }
 }
 
