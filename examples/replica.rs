@@ -75,10 +75,10 @@
 //!   backend does after about 30 minutes (§13.3); by default checkpoints never expire;
 //! - `--bare-only-model ID` [`REPLICA_BARE_ONLY_MODELS`, comma-separated]: take the family `ID`
 //!   only as the bare id; `ID-high`, `ID-fast` and every other suffixed form end `not_found`
-//!   (Grok 4.7 on the live servers, docs/PROTOCOL-AGENT.md §13.4); repeatable;
+//!   (Grok 4.7 on the live servers, docs/PROTOCOL-AGENT.md §13.7); repeatable;
 //! - `--suffixed-only-model ID` [`REPLICA_SUFFIXED_ONLY_MODELS`, comma-separated]: take the
 //!   family `ID` only suffixed (`ID-low`, `ID-high`, `ID-max`); the bare id ends `not_found`
-//!   (Kimi K3, §13.4); repeatable. Each Run's requested model id is in its `--log` line
+//!   (Kimi K3, §13.7); repeatable. Each Run's requested model id is in its `--log` line
 //!   (`model`, with `outcome` `model-not-found` when refused);
 //! - `--help`: print the flags.
 //!

@@ -1,4 +1,4 @@
-//! Model ids whose form the live server and the catalog disagree on (PROTOCOL-AGENT §13.4),
+//! Model ids whose form the live server and the catalog disagree on (PROTOCOL-AGENT §13.7),
 //! played by the replica (`Replica::set_model_id_form`) and answered through `AgentSession`:
 //! the catalog's form goes first, the other form once on `not_found` before the host saw
 //! anything, and a second `not_found` asks the host to pick a model its catalog lists.
@@ -279,7 +279,7 @@ async fn a_learned_form_the_server_stops_taking_gives_way_to_the_hosts_form_agai
     assert!(ended_normally(
         &whole_turn(&session, ask("ping"), &model).await
     ));
-    // The rule flips (it changes over time, PROTOCOL-AGENT §13.4).
+    // The rule flips (it changes over time, PROTOCOL-AGENT §13.7).
     replica.set_model_id_form("grok-4.7", ModelIdForm::SuffixedOnly);
     assert!(ended_normally(
         &whole_turn(&session, ask("again"), &model).await

@@ -15,7 +15,7 @@ pub struct WireModel {
     /// The published slug to send first.
     pub slug: String,
     /// The other id form to send once if Cursor answers the slug `not_found`: the bare family
-    /// id for a suffixed slug, the suffixed form for a bare one (PROTOCOL-AGENT §13.4).
+    /// id for a suffixed slug, the suffixed form for a bare one (PROTOCOL-AGENT §13.7).
     pub alternate: Option<String>,
     /// `requested_model.max_mode`: set for families that run only in Max Mode.
     pub max_mode: bool,

@@ -13,7 +13,7 @@
 //! - **Slugs** ([`Catalog::slug_for`]): the slug is what goes on the wire; effort and context are
 //!   never sent as parameters (PROTOCOL-AGENT §2.1). [`Catalog::resolve`] adds the other id
 //!   form (bare or suffixed) for one retry where the live server disagrees with the catalog
-//!   (PROTOCOL-AGENT §13.4).
+//!   (PROTOCOL-AGENT §13.7).
 //! - **Cache** ([`CatalogStore`]): a TTL of ten minutes against an injected `now`, a versioned
 //!   JSON [`Snapshot`] the host persists, fallback to that snapshot or to a static table when
 //!   discovery fails (with a [`CatalogWarning`], never printed), and healing of pre-vision

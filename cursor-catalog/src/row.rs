@@ -159,7 +159,7 @@ impl ModelRow {
     }
 
     /// The context window with Max Mode on: 1M for the families whose Max Mode extends it
-    /// (PROTOCOL-AGENT §13.4), else the normal window; a family without Max Mode keeps its own.
+    /// (PROTOCOL-AGENT §13.7), else the normal window; a family without Max Mode keeps its own.
     pub fn max_mode_context_window(&self) -> u64 {
         if self.max_mode != MaxMode::Unsupported && max_mode_reaches_1m(&self.id) {
             self.context_window.max(MAX_MODE_CONTEXT_WINDOW)
@@ -178,7 +178,7 @@ impl ModelRow {
     }
 
     /// The other id form of `slug` for one retry when Cursor answers `not_found`
-    /// (PROTOCOL-AGENT §13.4): a slug with an effort word falls back to the bare family id, a
+    /// (PROTOCOL-AGENT §13.7): a slug with an effort word falls back to the bare family id, a
     /// bare id sent for `level` to that id with the level's effort word. `None` when there is
     /// no other form.
     pub fn alternate_slug(&self, slug: &str, level: Option<ThinkingLevel>) -> Option<String> {

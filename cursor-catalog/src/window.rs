@@ -3,7 +3,7 @@
 //! `GetUsableModels` carries no window and Max Mode does not enlarge every family: public
 //! clients found 1M for Gemini, Sonnet 5, Opus 5, Fable 5, GPT-5.6 Sol and Kimi K3, and no
 //! change for Grok, Composer, GPT-5.6 Luna and Terra (the public reports are in PROTOCOL-AGENT
-//! §13.4).
+//! §13.7).
 
 /// The window Max Mode gives the families of [`max_mode_reaches_1m`].
 pub const MAX_MODE_CONTEXT_WINDOW: u64 = 1_000_000;

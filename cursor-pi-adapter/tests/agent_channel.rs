@@ -237,7 +237,7 @@ async fn an_unknown_model_is_a_classified_error_naming_it() {
 }
 
 /// The static catalog lists `grok-4.7-{low,medium,high}`; a server that takes only the bare id
-/// costs one refused Run, and pi sees only the answer (PROTOCOL-AGENT §13.4).
+/// costs one refused Run, and pi sees only the answer (PROTOCOL-AGENT §13.7).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_suffixed_catalog_entry_is_retried_with_the_bare_id_the_server_takes() {
     let f = fixture().await;

@@ -19,7 +19,7 @@
 //! - **One retry of a model id Cursor does not serve**: a fresh Run answered `not_found` before
 //!   anything streamed opens once more with [`ModelChoice::alternate`] (the other id form, bare
 //!   or suffixed), and the session sends that form first from then on; a second `not_found`
-//!   reaches the host as `PickModel` naming [`ModelChoice::known_models`] (PROTOCOL-AGENT §13.4).
+//!   reaches the host as `PickModel` naming [`ModelChoice::known_models`] (PROTOCOL-AGENT §13.7).
 //! - **Durable handles**: the handle is written atomically when the completed turn's
 //!   checkpoint is in hand, before the turn's `Done` reaches the host, so a server that keeps
 //!   the response open never delays the host nor loses the handle. A handle that cannot be
@@ -108,7 +108,7 @@ pub struct ModelChoice {
     pub max_mode: bool,
     /// The other id form of the same model (bare for a suffixed slug, suffixed for a bare one),
     /// sent once when Cursor answers `slug` with `not_found` before the host saw anything
-    /// (PROTOCOL-AGENT §13.4). The host fills it from its catalog.
+    /// (PROTOCOL-AGENT §13.7). The host fills it from its catalog.
     pub alternate: Option<String>,
     /// The model ids the host's catalog lists, named in the error when neither form is served.
     pub known_models: Vec<String>,

@@ -552,7 +552,7 @@ impl State {
             && matches!(failure, Some(AgentError::Remote(info)) if info.code.as_deref() == Some("not_found"))
     }
 
-    /// Once per turn, and only with an other id form the host gave (PROTOCOL-AGENT §13.4).
+    /// Once per turn, and only with an other id form the host gave (PROTOCOL-AGENT §13.7).
     fn may_retry_model(&self, failure: Option<&AgentError>) -> bool {
         self.ctx.models_not_found.is_empty()
             && self.ctx.model.alternate.is_some()

@@ -180,7 +180,7 @@ impl Replica {
 
     /// Takes the model family `base` (`grok-4.7`, `kimi-k3`) only in `form`: a Run asking for it
     /// in the other form ends with Connect `not_found` before any frame, as Cursor answers
-    /// an id it does not serve (PROTOCOL-AGENT §13.4). Families never named here are taken in
+    /// an id it does not serve (PROTOCOL-AGENT §13.7). Families never named here are taken in
     /// any form. Setting a family again replaces its form.
     pub fn set_model_id_form(&self, base: impl Into<String>, form: ModelIdForm) {
         let base = base.into();

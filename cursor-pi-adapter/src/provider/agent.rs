@@ -252,7 +252,7 @@ impl AgentChannel {
 
     /// The published slug (and max mode) for pi's model and thinking level, with the other id
     /// form to retry once and the catalog's models to name if neither is served
-    /// (PROTOCOL-AGENT §13.4).
+    /// (PROTOCOL-AGENT §13.7).
     fn model_for(&self, turn: &Turn) -> Result<ModelChoice, ErrorInfo> {
         let level = turn
             .options

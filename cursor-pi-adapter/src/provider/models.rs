@@ -16,7 +16,7 @@ pub fn pi_models(persisted: Option<&str>) -> (Vec<Value>, Vec<CatalogWarning>) {
 /// One row as a pi `ProviderModelConfig` (pi 0.99.1–1.6.0).
 ///
 /// `contextWindow` is the window of the Max Mode the requests send: 1M only for the families
-/// whose Max Mode extends it (PROTOCOL-AGENT §13.4).
+/// whose Max Mode extends it (PROTOCOL-AGENT §13.7).
 ///
 /// Cursor publishes no prices, so a row without a cost is listed at zero. A reasoning family
 /// gets a `thinkingLevelMap` from pi's level names to the published slugs, with `null` for the

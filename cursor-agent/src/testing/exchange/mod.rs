@@ -654,7 +654,7 @@ fn lost(loss: StateLoss) -> Stop {
     }
 }
 
-/// The backend does not serve `model` in this id form (PROTOCOL-AGENT §13.4).
+/// The backend does not serve `model` in this id form (PROTOCOL-AGENT §13.7).
 fn model_not_found(model: &str) -> Stop {
     Stop {
         outcome: "model-not-found".into(),
