@@ -251,6 +251,18 @@ impl Gateway {
             .map(|(name, _)| name.as_str())
     }
 
+    /// The context window a request for `id` gets (the Max Mode window where the family runs
+    /// only in Max Mode).
+    pub(crate) fn context_window(&self, id: &str) -> u64 {
+        self.inner
+            .config
+            .catalog
+            .resolve(id, None)
+            .map_or(cursor_catalog::DEFAULT_CONTEXT_WINDOW, |wire| {
+                wire.context_window
+            })
+    }
+
     /// The catalog row of id `id`.
     pub(crate) fn row(&self, id: &str) -> Option<&cursor_catalog::ModelRow> {
         self.inner
@@ -279,11 +291,17 @@ impl Gateway {
                 )
             })?),
         };
-        self.inner
-            .config
-            .catalog
-            .slug_for(model, level)
-            .map(ModelChoice::new)
+        let catalog = &self.inner.config.catalog;
+        catalog
+            .resolve(model, level)
+            .map(|wire| {
+                // The other id form for one retry on not_found, and Max Mode where the family
+                // runs only so (PROTOCOL-AGENT §13.7).
+                ModelChoice::new(wire.slug)
+                    .with_max_mode(wire.max_mode)
+                    .with_alternate(wire.alternate)
+                    .with_known_models(catalog.model_ids())
+            })
             .map_err(|e| {
                 ApiError::bad_request(
                     "model_not_found",

@@ -152,7 +152,8 @@ fn codex_model(gateway: &Gateway, id: &str, priority: usize) -> Value {
         "visibility": "list",
         "supported_in_api": true,
         "priority": priority,
-        "context_window": row.map_or(cursor_catalog::DEFAULT_CONTEXT_WINDOW, |row| row.context_window),
+        // The window of the request the gateway sends (Max Mode only where the family needs it).
+        "context_window": gateway.context_window(id),
         "input_modalities": if images { json!(["text", "image"]) } else { json!(["text"]) },
         "supports_parallel_tool_calls": true,
         // Fields Codex's catalog decoder requires (Codex 0.171).
