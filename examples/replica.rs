@@ -73,6 +73,10 @@
 //! - `--checkpoint-ttl SECS` [`REPLICA_CHECKPOINT_TTL`]: expire checkpoints older than SECS
 //!   (fractions allowed): a Run resuming one fails with `Conversation data missing`, as the live
 //!   backend does after about 30 minutes (§13.3); by default checkpoints never expire;
+//! - `--structured-history-limit BYTES` [`REPLICA_STRUCTURED_HISTORY_LIMIT`]: reset the stream
+//!   of a rebuilt Run whose structured history (root-prompt JSON messages besides the rules and
+//!   the archive) holds more than BYTES, as the live backend does at about 64 KiB (§13.4); by
+//!   default any size is taken;
 //! - `--help`: print the flags.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
@@ -121,6 +125,7 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
   --inference-shape live|older      RunInference wire shapes (REPLICA_INFERENCE_SHAPE)
   --tool-naming bare|mcp|dash       the name host tools are called by (REPLICA_TOOL_NAMING)
   --checkpoint-ttl SECS             expire checkpoints older than SECS (REPLICA_CHECKPOINT_TTL)
+  --structured-history-limit BYTES  reset rebuilds with more structured history (REPLICA_STRUCTURED_HISTORY_LIMIT)
   --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
   --help                            this text
 
@@ -145,6 +150,7 @@ struct Options {
     max_concurrent_streams: Option<u32>,
     tool_naming: ToolNaming,
     checkpoint_ttl: Option<Duration>,
+    structured_history_limit: Option<usize>,
 }
 
 /// The `--tool-naming` words.
@@ -218,6 +224,9 @@ impl Options {
             checkpoint_ttl: env("REPLICA_CHECKPOINT_TTL")
                 .map(|secs| secs.parse().map(Duration::from_secs_f64))
                 .transpose()?,
+            structured_history_limit: env("REPLICA_STRUCTURED_HISTORY_LIMIT")
+                .map(|bytes| bytes.parse())
+                .transpose()?,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -259,6 +268,12 @@ impl Options {
                 "--checkpoint-ttl" => {
                     let secs = args.next().ok_or("--checkpoint-ttl needs seconds")?;
                     options.checkpoint_ttl = Some(Duration::from_secs_f64(secs.parse()?));
+                }
+                "--structured-history-limit" => {
+                    let bytes = args
+                        .next()
+                        .ok_or("--structured-history-limit needs bytes")?;
+                    options.structured_history_limit = Some(bytes.parse()?);
                 }
                 "--help" | "-h" => {
                     println!("{USAGE}");
@@ -319,6 +334,7 @@ async fn main() -> Result<(), BoxError> {
     replica.set_min_client_version(options.min_client_version.clone());
     replica.set_tool_naming(options.tool_naming);
     replica.set_checkpoint_ttl(options.checkpoint_ttl);
+    replica.set_structured_history_limit(options.structured_history_limit);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -23,6 +23,9 @@ pub struct RunRecord {
     pub root_prompt_tool_results: Vec<String>,
     /// True when the root prompt carried history (anything besides `<rules>` messages).
     pub history_replayed: bool,
+    /// Bytes of the root prompt's structured history: its JSON messages besides the rules
+    /// and a `<conversation_archive>`.
+    pub structured_history_bytes: usize,
     /// How many root-prompt blobs were fetched over KV (each one parsed as JSON).
     pub blobs_fetched: usize,
     /// True when the run request carried `mcp_tools`.
@@ -37,7 +40,7 @@ pub struct RunRecord {
     pub answer: String,
     /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `blob-miss`,
     /// `client-closed`, `scripted`, `silent`, `resource-exhausted`, `update-required`,
-    /// `fault: <kind>`, `stalled: <why>`, `rejected: <why>`.
+    /// `fault: <kind>`, `reset: <why>`, `stalled: <why>`, `rejected: <why>`.
     pub outcome: String,
 }
 

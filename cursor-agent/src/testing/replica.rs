@@ -30,6 +30,7 @@ struct State {
     min_client_version: Option<String>,
     tool_naming: ToolNaming,
     checkpoint_ttl: Option<Duration>,
+    structured_history_limit: Option<usize>,
     /// Bumped by each [`Replica::restart`]; a Run waiting for tool results across a bump lost
     /// its tool session.
     generation: u64,
@@ -64,6 +65,7 @@ impl std::fmt::Debug for Replica {
             .field("min_client_version", &state.min_client_version)
             .field("tool_naming", &state.tool_naming)
             .field("checkpoint_ttl", &state.checkpoint_ttl)
+            .field("structured_history_limit", &state.structured_history_limit)
             .field("generation", &state.generation)
             .finish()
     }
@@ -175,6 +177,14 @@ impl Replica {
         self.lock().checkpoint_ttl = ttl;
     }
 
+    /// Resets the stream of a rebuilt Run whose structured history (the root prompt's JSON
+    /// messages besides the rules and a `<conversation_archive>`) holds more than `limit`
+    /// bytes, as the backend does at about 64 KiB (docs/PROTOCOL-AGENT.md §13.4). `None` (the
+    /// default) takes any size.
+    pub fn set_structured_history_limit(&self, limit: Option<usize>) {
+        self.lock().structured_history_limit = limit;
+    }
+
     /// Loses `conversation_id`'s server state this way: the next Run of it fails so (and the
     /// conversation is gone afterwards).
     pub fn lose(&self, conversation_id: &str, loss: StateLoss) {
@@ -260,6 +270,10 @@ impl Replica {
 
     pub(super) fn checkpoint_ttl(&self) -> Option<Duration> {
         self.lock().checkpoint_ttl
+    }
+
+    pub(super) fn structured_history_limit(&self) -> Option<usize> {
+        self.lock().structured_history_limit
     }
 
     pub(super) fn generation(&self) -> u64 {

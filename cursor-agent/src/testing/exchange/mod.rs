@@ -348,6 +348,19 @@ impl Exchange<'_> {
             return Err(Stop::reject("a blob nobody stored was answered"));
         }
         let root_texts = self.read_root_prompt(&state, &request).await?;
+        // A stateless Run carrying too much structured history is reset (§13.4).
+        if label == RunLabel::Rebuild
+            && let Some(limit) = self.replica.structured_history_limit()
+            && self.record.structured_history_bytes > limit
+        {
+            return Err(Stop {
+                outcome: format!(
+                    "reset: structured history of {} bytes over {limit}",
+                    self.record.structured_history_bytes
+                ),
+                end: End::Fault(Fault::ResetStream),
+            });
+        }
 
         // What the model sees: the root prompt's history (a rebuilt conversation keeps it in
         // its checkpoint), then the turns this backend journaled.
@@ -459,7 +472,9 @@ impl Exchange<'_> {
             self.record.blobs_fetched += 1;
             let message: Value = serde_json::from_slice(&blob)
                 .map_err(|e| Stop::reject(format!("a root prompt blob is not JSON: {e}")))?;
-            self.read_prompt_message(&message, &mut texts);
+            if self.read_prompt_message(&message, &mut texts) {
+                self.record.structured_history_bytes += blob.len();
+            }
         }
         self.record.root_prompt_user_texts = texts.clone();
         let context_id = match request.action.as_ref().and_then(|a| a.action.as_ref()) {
@@ -483,7 +498,9 @@ impl Exchange<'_> {
         Ok(texts)
     }
 
-    fn read_prompt_message(&mut self, message: &Value, texts: &mut Vec<String>) {
+    /// Reads one root prompt message; true when it is structured history (neither the rules
+    /// nor the archive).
+    fn read_prompt_message(&mut self, message: &Value, texts: &mut Vec<String>) -> bool {
         let role = message.get("role").and_then(Value::as_str).unwrap_or("");
         let parts = message.get("content").and_then(Value::as_array);
         let text = parts
@@ -494,13 +511,13 @@ impl Exchange<'_> {
             .collect::<Vec<_>>()
             .join("\n");
         if role == "user" && text.starts_with("<rules>") {
-            return;
+            return false;
         }
         self.record.history_replayed = true;
         if role == "user" && text.starts_with("<conversation_archive>") {
             // The model reads the archived turns' queries like replayed ones.
             texts.extend(tagged(&text, "<user_query>\n", "\n</user_query>").map(str::to_owned));
-            return;
+            return false;
         }
         if role == "tool" {
             let results = parts
@@ -519,6 +536,7 @@ impl Exchange<'_> {
                 .unwrap_or(&text);
             texts.push(inner.to_owned());
         }
+        true
     }
 
     /// Asks for one blob; the client must answer it with data.

@@ -1,0 +1,105 @@
+//! Rules of the live servers about size, identity and time (PROTOCOL-AGENT §13.4–§13.6),
+//! played by the replica and answered through `AgentSession`: structured history past a budget
+//! folds into the archive, images keep ids derived from their bytes, and every interaction
+//! query is answered at once.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cursor_agent::AgentEvent;
+use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
+use cursor_agent::testing::{Replica, ReplicaServer};
+use cursor_agent::{HandleStore, HostProfile};
+use cursor_proto::ir::{Conversation, Event, Message, StopReason};
+use cursor_transport::Client;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn session(replica: &ReplicaServer, handles: Option<&std::path::Path>) -> AgentSession {
+    let mut builder = AgentSession::builder(
+        Client::new().expect("client"),
+        replica.origin(),
+        Arc::new(StaticToken::new("token")),
+    )
+    .profile(HostProfile::new("acme"))
+    .workspace_uri("file:///work")
+    .session_id("s-1");
+    if let Some(dir) = handles {
+        builder = builder.handles(Arc::new(HandleStore::new(dir)));
+    }
+    builder.build()
+}
+
+/// One turn without tools; its events.
+async fn turn(session: &AgentSession, conversation: &Conversation) -> Vec<AgentEvent> {
+    let model = ModelChoice::new("composer-2.5");
+    let mut turn = session.turn(conversation, &model);
+    let mut events = Vec::new();
+    while let Some(event) = tokio::time::timeout(WAIT, turn.next())
+        .await
+        .expect("the turn does not stall")
+    {
+        events.push(event);
+    }
+    events
+}
+
+fn text(events: &[AgentEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Ir(Event::TextDelta { text }) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ended_normally(events: &[AgentEvent]) -> bool {
+    matches!(
+        events.last(),
+        Some(AgentEvent::Ir(Event::Done {
+            reason: StopReason::Stop
+        }))
+    )
+}
+
+// --- §13.4 structured history past a budget ---------------------------------------------------
+
+/// What the live backend takes at most, about (the replica resets past it).
+const SERVER_LIMIT: usize = 64 << 10;
+
+/// `turns` earlier turns of about `size` bytes each, then `ping`.
+fn long_conversation(turns: usize, size: usize) -> Conversation {
+    let mut conversation = Conversation::new("");
+    for turn in 0..turns {
+        conversation = conversation
+            .with_message(Message::user_text(format!(
+                "remember fact {turn}: {}",
+                "x".repeat(size / 2)
+            )))
+            .with_message(Message::assistant_text("y".repeat(size / 2)));
+    }
+    conversation.with_message(Message::user_text("ping"))
+}
+
+#[tokio::test]
+async fn a_rebuild_of_thirty_four_kib_turns_folds_history_and_completes_under_the_server_limit() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_structured_history_limit(Some(SERVER_LIMIT));
+    let started = Instant::now();
+    let events = turn(&session(&replica, None), &long_conversation(30, 4096)).await;
+    let took = started.elapsed();
+    assert!(ended_normally(&events), "{events:?}");
+    assert_eq!(text(&events), "pong");
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 1, "no reset, no retry: {runs:?}");
+    let run = &runs[0];
+    assert_eq!(run.label, "agent-rebuild");
+    assert!(run.structured_history_bytes <= 48 << 10, "{run:?}");
+    // Every earlier turn still reaches the model, the older ones through the archive.
+    assert_eq!(run.root_prompt_user_texts.len(), 30);
+    println!(
+        "30 turns of 4 KiB: 1 Run, {} structured bytes, {} blobs, {took:?}",
+        run.structured_history_bytes, run.blobs_fetched
+    );
+}
