@@ -77,6 +77,10 @@
 //!   of a rebuilt Run whose structured history (root-prompt JSON messages besides the rules and
 //!   the archive) holds more than BYTES, as the live backend does at about 64 KiB (§13.4); by
 //!   default any size is taken;
+//! - `--check-image-ids` [`REPLICA_CHECK_IMAGE_IDS=1`]: keep image ids per conversation and
+//!   answer an image sent before under a new id (or an id without data never sent) with
+//!   `Image not found [internal]`, which poisons the conversation, as the live backend does
+//!   (§13.5);
 //! - `--help`: print the flags.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
@@ -126,6 +130,7 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
   --tool-naming bare|mcp|dash       the name host tools are called by (REPLICA_TOOL_NAMING)
   --checkpoint-ttl SECS             expire checkpoints older than SECS (REPLICA_CHECKPOINT_TTL)
   --structured-history-limit BYTES  reset rebuilds with more structured history (REPLICA_STRUCTURED_HISTORY_LIMIT)
+  --check-image-ids                 an image under a new id is not found (REPLICA_CHECK_IMAGE_IDS=1)
   --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
   --help                            this text
 
@@ -151,6 +156,7 @@ struct Options {
     tool_naming: ToolNaming,
     checkpoint_ttl: Option<Duration>,
     structured_history_limit: Option<usize>,
+    check_image_ids: bool,
 }
 
 /// The `--tool-naming` words.
@@ -224,6 +230,7 @@ impl Options {
             checkpoint_ttl: env("REPLICA_CHECKPOINT_TTL")
                 .map(|secs| secs.parse().map(Duration::from_secs_f64))
                 .transpose()?,
+            check_image_ids: env("REPLICA_CHECK_IMAGE_IDS").is_some_and(|v| v != "0"),
             structured_history_limit: env("REPLICA_STRUCTURED_HISTORY_LIMIT")
                 .map(|bytes| bytes.parse())
                 .transpose()?,
@@ -275,6 +282,7 @@ impl Options {
                         .ok_or("--structured-history-limit needs bytes")?;
                     options.structured_history_limit = Some(bytes.parse()?);
                 }
+                "--check-image-ids" => options.check_image_ids = true,
                 "--help" | "-h" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -335,6 +343,7 @@ async fn main() -> Result<(), BoxError> {
     replica.set_tool_naming(options.tool_naming);
     replica.set_checkpoint_ttl(options.checkpoint_ttl);
     replica.set_structured_history_limit(options.structured_history_limit);
+    replica.set_check_image_ids(options.check_image_ids);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -10,7 +10,7 @@ use cursor_agent::AgentEvent;
 use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
 use cursor_agent::testing::{Replica, ReplicaServer};
 use cursor_agent::{HandleStore, HostProfile};
-use cursor_proto::ir::{Conversation, Event, Message, StopReason};
+use cursor_proto::ir::{Conversation, Event, Image, Message, StopReason, UserContent};
 use cursor_transport::Client;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -102,4 +102,100 @@ async fn a_rebuild_of_thirty_four_kib_turns_folds_history_and_completes_under_th
         "30 turns of 4 KiB: 1 Run, {} structured bytes, {} blobs, {took:?}",
         run.structured_history_bytes, run.blobs_fetched
     );
+}
+
+// --- §13.5 image ids --------------------------------------------------------------------------
+
+const SCREENSHOT: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 7, 7, 7];
+
+fn with_screenshot(text: &str) -> Message {
+    Message::User {
+        content: vec![
+            UserContent::Text { text: text.into() },
+            UserContent::Image(Image::new("image/png", SCREENSHOT.to_vec())),
+        ],
+    }
+}
+
+/// A screenshot in turn 1, the same screenshot again in turn 2 (hosts that re-send it), a text
+/// turn, then a new process resuming with the screenshot once more: one conversation, one
+/// image id, and never `Image not found`.
+#[tokio::test]
+async fn an_image_keeps_its_id_across_turns_and_processes_and_is_never_not_found() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_check_image_ids(true);
+    let dir = tempfile::tempdir().unwrap();
+    let first_process = session(&replica, Some(dir.path()));
+    let mut conversation = Conversation::new("").with_message(with_screenshot("look at this"));
+    let mut took = Vec::new();
+    for next in [
+        Some(with_screenshot("and now?")),
+        Some(Message::user_text("thanks")),
+        Some(with_screenshot("one more look")),
+        None,
+    ] {
+        // The last turn runs in a new process: a new session over the same handles.
+        let second_process;
+        let session = if next.is_some() {
+            &first_process
+        } else {
+            second_process = session(&replica, Some(dir.path()));
+            &second_process
+        };
+        let started = Instant::now();
+        let events = turn(session, &conversation).await;
+        took.push(started.elapsed());
+        assert!(ended_normally(&events), "{events:?}");
+        let Some(next) = next else { break };
+        conversation = conversation
+            .with_message(Message::assistant_text(text(&events)))
+            .with_message(next);
+    }
+    let runs = replica.runs();
+    let outcomes: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| (r.label.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("agent-rebuild", "completed"),
+            ("agent-resume", "completed"),
+            ("agent-resume", "completed"),
+            ("agent-resume", "completed"),
+        ]
+    );
+    assert!(
+        runs.iter()
+            .all(|r| r.conversation_id == runs[0].conversation_id)
+    );
+    assert_eq!(runs[0].images.len(), 1);
+    assert_eq!(runs[1].images, runs[0].images);
+    assert_eq!(runs[3].images, runs[0].images);
+    println!("image turns: 1 Run each, {took:?}");
+}
+
+/// A conversation an earlier client poisoned (an image under a second id) rebuilds once under a
+/// new conversation id instead of failing every later turn.
+#[tokio::test]
+async fn a_conversation_poisoned_by_an_image_rebuilds_once_and_the_turn_completes() {
+    let replica = Replica::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(&replica, Some(dir.path()));
+    let first = Conversation::new("").with_message(with_screenshot("look at this"));
+    let events = turn(&session, &first).await;
+    assert!(ended_normally(&events), "{events:?}");
+    replica.set_check_image_ids(true);
+    replica.poison(&replica.runs()[0].conversation_id);
+    let second = first
+        .with_message(Message::assistant_text(text(&events)))
+        .with_message(Message::user_text("ping"));
+    let events = turn(&session, &second).await;
+    assert!(ended_normally(&events), "{events:?}");
+    assert_eq!(text(&events), "pong");
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert_eq!(runs[1].outcome, "image-not-found");
+    assert_eq!(runs[2].label, "agent-rebuild");
+    assert_ne!(runs[2].conversation_id, runs[0].conversation_id);
 }

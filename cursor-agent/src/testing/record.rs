@@ -28,6 +28,8 @@ pub struct RunRecord {
     pub structured_history_bytes: usize,
     /// How many root-prompt blobs were fetched over KV (each one parsed as JSON).
     pub blobs_fetched: usize,
+    /// The ids of the images the run request attached (`selected_images`), in order.
+    pub images: Vec<String>,
     /// True when the run request carried `mcp_tools`.
     pub mcp_tools_sent: bool,
     /// The `x-cursor-agent-allowed-tools` header of the request, if it had one.
@@ -40,7 +42,7 @@ pub struct RunRecord {
     pub answer: String,
     /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `blob-miss`,
     /// `client-closed`, `scripted`, `silent`, `resource-exhausted`, `update-required`,
-    /// `fault: <kind>`, `reset: <why>`, `stalled: <why>`, `rejected: <why>`.
+    /// `fault: <kind>`, `reset: <why>`, `image-not-found`, `stalled: <why>`, `rejected: <why>`.
     pub outcome: String,
 }
 

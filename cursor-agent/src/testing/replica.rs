@@ -31,6 +31,7 @@ struct State {
     tool_naming: ToolNaming,
     checkpoint_ttl: Option<Duration>,
     structured_history_limit: Option<usize>,
+    check_image_ids: bool,
     /// Bumped by each [`Replica::restart`]; a Run waiting for tool results across a bump lost
     /// its tool session.
     generation: u64,
@@ -66,6 +67,7 @@ impl std::fmt::Debug for Replica {
             .field("tool_naming", &state.tool_naming)
             .field("checkpoint_ttl", &state.checkpoint_ttl)
             .field("structured_history_limit", &state.structured_history_limit)
+            .field("check_image_ids", &state.check_image_ids)
             .field("generation", &state.generation)
             .finish()
     }
@@ -185,6 +187,23 @@ impl Replica {
         self.lock().structured_history_limit = limit;
     }
 
+    /// Keeps image ids per conversation as the backend does (docs/PROTOCOL-AGENT.md §13.5): an
+    /// image it was sent before, under a new id, or an id without data it never saw, fails the
+    /// Run with `Image not found [internal]` and poisons the conversation (every later Run of
+    /// it fails so). Off by default.
+    pub fn set_check_image_ids(&self, check: bool) {
+        self.lock().check_image_ids = check;
+    }
+
+    /// Poisons `conversation_id` the way an image under a second id does: every later Run of
+    /// it fails `Image not found [internal]` while image ids are checked
+    /// ([`Replica::set_check_image_ids`]).
+    pub fn poison(&self, conversation_id: &str) {
+        if let Some(conversation) = self.lock().conversations.get_mut(conversation_id) {
+            conversation.poisoned = true;
+        }
+    }
+
     /// Loses `conversation_id`'s server state this way: the next Run of it fails so (and the
     /// conversation is gone afterwards).
     pub fn lose(&self, conversation_id: &str, loss: StateLoss) {
@@ -270,6 +289,10 @@ impl Replica {
 
     pub(super) fn checkpoint_ttl(&self) -> Option<Duration> {
         self.lock().checkpoint_ttl
+    }
+
+    pub(super) fn check_image_ids(&self) -> bool {
+        self.lock().check_image_ids
     }
 
     pub(super) fn structured_history_limit(&self) -> Option<usize> {

@@ -340,6 +340,12 @@ impl Exchange<'_> {
         };
         self.record.label = label.as_str().into();
         let mut conversation = resumed.unwrap_or_default();
+        if self.replica.check_image_ids() && !conversation.check_images(&request) {
+            // The backend keeps the poisoned conversation: every later Run of it fails so.
+            conversation.poisoned = true;
+            self.replica.store(&conversation_id, conversation);
+            return Err(image_not_found());
+        }
         conversation.provider = self.provider.clone();
         conversation.tools = self.tools.clone();
         self.conversation = Some((conversation_id.clone(), conversation.clone()));
@@ -451,6 +457,12 @@ impl Exchange<'_> {
             .as_ref()
             .map(|m| m.model_id.clone())
             .unwrap_or_default();
+        self.record.images = user
+            .selected_context
+            .iter()
+            .flat_map(|c| &c.selected_images)
+            .map(|image| image.uuid.clone())
+            .collect();
         self.record.user_text = user.text;
         self.record.mcp_tools_sent = request.mcp_tools.is_some();
         if self.record.conversation_id.is_empty() {
@@ -666,6 +678,17 @@ fn lost(loss: StateLoss) -> Stop {
     Stop {
         outcome: format!("state-lost: {loss:?}"),
         end: End::Error(loss.error()),
+    }
+}
+
+/// What the backend answers an image it cannot match to what it was sent (§13.5).
+fn image_not_found() -> Stop {
+    Stop {
+        outcome: "image-not-found".into(),
+        end: End::Error(ConnectError::new(
+            Code::Internal,
+            "Image not found [internal]",
+        )),
     }
 }
 
