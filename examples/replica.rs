@@ -37,7 +37,10 @@
 //!   waiting for tool results ends with `tool session not found`); `fault reset|close|goaway`
 //!   breaks the Run's stream (or connection) before its first frame;
 //!   `fault-after-exec reset|close|goaway` breaks it after one `request_context` exec the
-//!   client answered (its audit is the only thing the host saw, so the client must not retry).
+//!   client answered (its audit is the only thing the host saw, so the client must not retry);
+//!   `interaction-query ARM` sends an `InteractionQuery` in arm ARM (any field number, known or
+//!   not) before the model answers, and resets the stream when it is not answered within
+//!   `--interaction-idle-ms` (1 s when unset; §13.6).
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -81,6 +84,10 @@
 //!   answer an image sent before under a new id (or an id without data never sent) with
 //!   `Image not found [internal]`, which poisons the conversation, as the live backend does
 //!   (§13.5);
+//! - `--interaction-idle-ms N` [`REPLICA_INTERACTION_IDLE_MS`]: before the model answers, send
+//!   every Run one `InteractionQuery` of each kind the backend sends (arms 2–9) and reset the
+//!   stream when one is not answered in its own arm within N ms, as the live backend does after
+//!   about 90 s (§13.6); by default no query is sent;
 //! - `--help`: print the flags.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
@@ -131,13 +138,14 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
   --checkpoint-ttl SECS             expire checkpoints older than SECS (REPLICA_CHECKPOINT_TTL)
   --structured-history-limit BYTES  reset rebuilds with more structured history (REPLICA_STRUCTURED_HISTORY_LIMIT)
   --check-image-ids                 an image under a new id is not found (REPLICA_CHECK_IMAGE_IDS=1)
+  --interaction-idle-ms N           ask every query kind; reset if unanswered in N ms (REPLICA_INTERACTION_IDLE_MS)
   --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
   --help                            this text
 
 POST /replica/script bodies: silent, text N, think TEXT, resource-exhausted MESSAGE,
   exhausted quota|plan|capacity|context-overflow, tool-naming bare|mcp|dash,
   lose-state conversation-data|blob|tool-session, restart, fault reset|close|goaway,
-  fault-after-exec reset|close|goaway";
+  fault-after-exec reset|close|goaway, interaction-query ARM";
 
 /// The command line.
 #[derive(Debug, Default)]
@@ -157,6 +165,7 @@ struct Options {
     checkpoint_ttl: Option<Duration>,
     structured_history_limit: Option<usize>,
     check_image_ids: bool,
+    interaction_idle: Option<Duration>,
 }
 
 /// The `--tool-naming` words.
@@ -230,6 +239,9 @@ impl Options {
             checkpoint_ttl: env("REPLICA_CHECKPOINT_TTL")
                 .map(|secs| secs.parse().map(Duration::from_secs_f64))
                 .transpose()?,
+            interaction_idle: env("REPLICA_INTERACTION_IDLE_MS")
+                .map(|ms| ms.parse().map(Duration::from_millis))
+                .transpose()?,
             check_image_ids: env("REPLICA_CHECK_IMAGE_IDS").is_some_and(|v| v != "0"),
             structured_history_limit: env("REPLICA_STRUCTURED_HISTORY_LIMIT")
                 .map(|bytes| bytes.parse())
@@ -283,6 +295,10 @@ impl Options {
                     options.structured_history_limit = Some(bytes.parse()?);
                 }
                 "--check-image-ids" => options.check_image_ids = true,
+                "--interaction-idle-ms" => {
+                    let ms = args.next().ok_or("--interaction-idle-ms needs a number")?;
+                    options.interaction_idle = Some(Duration::from_millis(ms.parse()?));
+                }
                 "--help" | "-h" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -344,6 +360,7 @@ async fn main() -> Result<(), BoxError> {
     replica.set_checkpoint_ttl(options.checkpoint_ttl);
     replica.set_structured_history_limit(options.structured_history_limit);
     replica.set_check_image_ids(options.check_image_ids);
+    replica.set_interaction_probe(options.interaction_idle);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -517,6 +534,16 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
                 Script::FramesThenFault(Vec::new(), fault)
             }
         }
+        Some(("interaction-query", arm)) => match arm.trim().parse::<u32>() {
+            Ok(arm) if (2..=536_870_911).contains(&arm) => Script::InteractionQuery(arm),
+            _ => {
+                return error(
+                    400,
+                    Code::InvalidArgument,
+                    "interaction-query needs an arm number of 2 or more",
+                );
+            }
+        },
         Some(("think", text)) => Script::Frames(thinking_frames(text.trim())),
         Some(("text", n)) => match n.trim().parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => Script::Frames(text_frames(n)),
@@ -533,7 +560,8 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
                          `exhausted quota|plan|capacity|context-overflow`, \
                          `tool-naming bare|mcp|dash`, \
                          `lose-state conversation-data|blob|tool-session`, `restart`, \
-                         `fault reset|close|goaway`, `fault-after-exec reset|close|goaway`)";
+                         `fault reset|close|goaway`, `fault-after-exec reset|close|goaway`, \
+                         `interaction-query ARM`)";
             return error(400, Code::InvalidArgument, known);
         }
     };

@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 
 use cursor_agent::AgentEvent;
 use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
-use cursor_agent::testing::{Replica, ReplicaServer};
+use cursor_agent::testing::{Replica, ReplicaServer, Script};
 use cursor_agent::{HandleStore, HostProfile};
-use cursor_proto::ir::{Conversation, Event, Image, Message, StopReason, UserContent};
+use cursor_proto::ir::{
+    Conversation, ErrorKind, Event, Image, Message, NextStep, StopReason, UserContent,
+};
 use cursor_transport::Client;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -198,4 +200,74 @@ async fn a_conversation_poisoned_by_an_image_rebuilds_once_and_the_turn_complete
     assert_eq!(runs[1].outcome, "image-not-found");
     assert_eq!(runs[2].label, "agent-rebuild");
     assert_ne!(runs[2].conversation_id, runs[0].conversation_id);
+}
+
+// --- §13.6 interaction queries ----------------------------------------------------------------
+
+/// The backend's 90 s, scaled down.
+const QUERY_IDLE: Duration = Duration::from_millis(500);
+
+#[tokio::test]
+async fn every_known_interaction_query_is_answered_in_its_own_arm_before_the_idle_limit() {
+    let replica = Replica::start().await.unwrap();
+    replica.set_interaction_probe(Some(QUERY_IDLE));
+    let started = Instant::now();
+    let events = turn(
+        &session(&replica, None),
+        &Conversation::new("").with_message(Message::user_text("ping")),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(ended_normally(&events), "{events:?}");
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        runs[0].interactions,
+        [
+            "2 approved",
+            "3 error",
+            "4 rejected",
+            "5 approved",
+            "6 approved",
+            "7 error",
+            "8 success",
+            "9 approved"
+        ]
+    );
+    println!("8 interaction queries answered: 1 Run, {took:?}");
+}
+
+/// An arm outside the whitelist (10–14) or unknown to this crate is never left unanswered: the
+/// turn fails at once, classified, and the stream closes long before the server's idle limit.
+#[tokio::test]
+async fn an_unlisted_or_unknown_interaction_query_fails_the_turn_at_once_classified() {
+    for arm in [10, 13, 14, 15, 99] {
+        let replica = Replica::start().await.unwrap();
+        replica.set_interaction_probe(Some(Duration::from_secs(10)));
+        replica.script(Script::InteractionQuery(arm));
+        let started = Instant::now();
+        let events = turn(
+            &session(&replica, None),
+            &Conversation::new("").with_message(Message::user_text("ping")),
+        )
+        .await;
+        let took = started.elapsed();
+        let Some(AgentEvent::Ir(Event::Error(info))) = events.last() else {
+            panic!("arm {arm}: {events:?}");
+        };
+        assert_eq!(info.kind, ErrorKind::ProtocolDrift, "arm {arm}: {info:?}");
+        assert_eq!(info.next_step, NextStep::UpdateCrates, "arm {arm}");
+        assert!(took < Duration::from_secs(1), "arm {arm}: {took:?}");
+        // Wait for the replica's record: the client left; the stream was not reset as idle.
+        for _ in 0..100 {
+            if !replica.runs().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let runs = replica.runs();
+        assert_eq!(runs.len(), 1, "arm {arm}: {runs:?}");
+        assert!(runs[0].outcome.starts_with("client-closed"), "{runs:?}");
+        println!("arm {arm}: failed in {took:?}");
+    }
 }

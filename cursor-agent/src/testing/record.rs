@@ -30,6 +30,9 @@ pub struct RunRecord {
     pub blobs_fetched: usize,
     /// The ids of the images the run request attached (`selected_images`), in order.
     pub images: Vec<String>,
+    /// The interaction queries sent and how each was answered: `<arm> <answer>` (`2 approved`,
+    /// `3 error`, `4 rejected`, `8 success`), in order.
+    pub interactions: Vec<String>,
     /// True when the run request carried `mcp_tools`.
     pub mcp_tools_sent: bool,
     /// The `x-cursor-agent-allowed-tools` header of the request, if it had one.

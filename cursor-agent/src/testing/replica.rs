@@ -32,6 +32,7 @@ struct State {
     checkpoint_ttl: Option<Duration>,
     structured_history_limit: Option<usize>,
     check_image_ids: bool,
+    interaction_probe: Option<Duration>,
     /// Bumped by each [`Replica::restart`]; a Run waiting for tool results across a bump lost
     /// its tool session.
     generation: u64,
@@ -68,6 +69,7 @@ impl std::fmt::Debug for Replica {
             .field("checkpoint_ttl", &state.checkpoint_ttl)
             .field("structured_history_limit", &state.structured_history_limit)
             .field("check_image_ids", &state.check_image_ids)
+            .field("interaction_probe", &state.interaction_probe)
             .field("generation", &state.generation)
             .finish()
     }
@@ -195,6 +197,15 @@ impl Replica {
         self.lock().check_image_ids = check;
     }
 
+    /// Before the model answers, sends every Run one `InteractionQuery` of each kind the
+    /// backend sends (web search and fetch, Exa search and fetch, a question, a mode switch, a
+    /// plan, a VM setup) and resets the stream when one is not answered, with its own arm,
+    /// within `idle`: the backend does so after about 90 s (docs/PROTOCOL-AGENT.md §13.6).
+    /// `None` (the default) sends none.
+    pub fn set_interaction_probe(&self, idle: Option<Duration>) {
+        self.lock().interaction_probe = idle;
+    }
+
     /// Poisons `conversation_id` the way an image under a second id does: every later Run of
     /// it fails `Image not found [internal]` while image ids are checked
     /// ([`Replica::set_check_image_ids`]).
@@ -289,6 +300,10 @@ impl Replica {
 
     pub(super) fn checkpoint_ttl(&self) -> Option<Duration> {
         self.lock().checkpoint_ttl
+    }
+
+    pub(super) fn interaction_probe(&self) -> Option<Duration> {
+        self.lock().interaction_probe
     }
 
     pub(super) fn check_image_ids(&self) -> bool {

@@ -6,6 +6,8 @@ use cursor_proto::agent::v1::{
     agent_server_message::Message as Server, exec_client_control_message::Message as Control,
     interaction_update::Message as Update, kv_client_message::Message as KvReply,
 };
+use std::time::Duration;
+
 use cursor_proto::selected_context_blob::SelectedContextBlob;
 use cursor_transport::envelope::{Code, ConnectError};
 use cursor_transport::testing::ServerCall;
@@ -176,7 +178,7 @@ async fn hold_open(replica: &Replica, mut call: ServerCall, hold: HoldOpen) {
     }
 }
 
-async fn sleep_or_never(wait: Option<std::time::Duration>) {
+async fn sleep_or_never(wait: Option<Duration>) {
     match wait {
         Some(wait) => tokio::time::sleep(wait).await,
         None => std::future::pending().await,
@@ -286,6 +288,7 @@ impl Exchange<'_> {
                 ));
             }
             Script::Model
+            | Script::InteractionQuery(_)
             | Script::ToolNaming(_)
             | Script::Unauthenticated
             | Script::BlobMiss
@@ -366,6 +369,18 @@ impl Exchange<'_> {
                 ),
                 end: End::Fault(Fault::ResetStream),
             });
+        }
+
+        // The backend asks its queries while the model works (§13.6).
+        let probe = self.replica.interaction_probe();
+        if let Script::InteractionQuery(arm) = &script {
+            self.interaction_query(*arm, probe.unwrap_or(Duration::from_secs(1)))
+                .await?;
+        }
+        if let Some(idle) = probe {
+            for arm in 2..=9 {
+                self.interaction_query(arm, idle).await?;
+            }
         }
 
         // What the model sees: the root prompt's history (a rebuilt conversation keeps it in
@@ -551,6 +566,47 @@ impl Exchange<'_> {
         true
     }
 
+    /// Sends an `InteractionQuery` with an empty payload in arm `arm` (encoded by hand, so an
+    /// arm this crate does not know can be sent too) and waits `idle` for its answer, which
+    /// must come in the same arm; unanswered, the stream is reset.
+    async fn interaction_query(&mut self, arm: u32, idle: Duration) -> Result<(), Stop> {
+        use prost::encoding::{WireType, encode_key, encode_varint};
+        let id = self.next_id();
+        let mut query = Vec::new();
+        prost::encoding::uint32::encode(1, &id, &mut query);
+        encode_key(arm, WireType::LengthDelimited, &mut query);
+        encode_varint(0, &mut query);
+        let mut frame = Vec::new();
+        // AgentServerMessage.interaction_query = 7
+        prost::encoding::bytes::encode(7, &query, &mut frame);
+        self.send_bytes(&frame).await?;
+        let answer = match tokio::time::timeout(idle, self.next()).await {
+            Err(_) => {
+                return Err(Stop {
+                    outcome: format!("reset: interaction query {arm} unanswered for {idle:?}"),
+                    end: End::Fault(Fault::ResetStream),
+                });
+            }
+            Ok(Ok(Some(Client::InteractionResponse(response)))) if response.id == id => {
+                response.result
+            }
+            Ok(Ok(_)) => return Err(Stop::reject("expected the answer to an interaction query")),
+            Ok(Err(stop)) => return Err(stop),
+        };
+        let Some((answered, word)) = answer.as_ref().map(interaction_answer) else {
+            return Err(Stop::reject(
+                "an interaction query was answered with no result",
+            ));
+        };
+        if answered != arm {
+            return Err(Stop::reject(format!(
+                "interaction query {arm} answered in arm {answered}"
+            )));
+        }
+        self.record.interactions.push(format!("{arm} {word}"));
+        Ok(())
+    }
+
     /// Asks for one blob; the client must answer it with data.
     async fn fetch_blob(&mut self, blob_id: &[u8]) -> Result<Vec<u8>, Stop> {
         let id = self.next_id();
@@ -649,6 +705,37 @@ impl Exchange<'_> {
         let id = self.next_id;
         self.next_id += 1;
         id
+    }
+}
+
+/// The arm of an interaction answer and what it says.
+fn interaction_answer(answer: &wire::interaction_response::Result) -> (u32, &'static str) {
+    use wire::interaction_response::Result as Answer;
+    let approval = |response: &wire::ApprovalResponse| match response.result {
+        Some(wire::approval_response::Result::Approved(_)) => "approved",
+        Some(wire::approval_response::Result::Rejected(_)) => "rejected",
+        None => "empty",
+    };
+    match answer {
+        Answer::WebSearchRequestResponse(r) => (2, approval(r)),
+        Answer::AskQuestionInteractionResponse(r) => {
+            (3, if r.result.is_some() { "error" } else { "empty" })
+        }
+        Answer::SwitchModeRequestResponse(r) => (4, approval(r)),
+        Answer::ExaSearchRequestResponse(r) => (5, approval(r)),
+        Answer::ExaFetchRequestResponse(r) => (6, approval(r)),
+        Answer::CreatePlanRequestResponse(r) => {
+            (7, if r.result.is_some() { "error" } else { "empty" })
+        }
+        Answer::SetupVmEnvironmentResult(r) => (
+            8,
+            if r.result.is_some() {
+                "success"
+            } else {
+                "empty"
+            },
+        ),
+        Answer::WebFetchRequestResponse(r) => (9, approval(r)),
     }
 }
 
