@@ -37,7 +37,10 @@
 //!   waiting for tool results ends with `tool session not found`); `fault reset|close|goaway`
 //!   breaks the Run's stream (or connection) before its first frame;
 //!   `fault-after-exec reset|close|goaway` breaks it after one `request_context` exec the
-//!   client answered (its audit is the only thing the host saw, so the client must not retry).
+//!   client answered (its audit is the only thing the host saw, so the client must not retry);
+//!   `interaction-query ARM` sends an `InteractionQuery` in arm ARM (any field number, known or
+//!   not) before the model answers, and resets the stream when it is not answered within
+//!   `--interaction-idle-ms` (1 s when unset; §13.6).
 //!
 //! Flags (or the environment variable in brackets):
 //!
@@ -80,6 +83,18 @@
 //!   family `ID` only suffixed (`ID-low`, `ID-high`, `ID-max`); the bare id ends `not_found`
 //!   (Kimi K3, §13.7); repeatable. Each Run's requested model id is in its `--log` line
 //!   (`model`, with `outcome` `model-not-found` when refused);
+//! - `--structured-history-limit BYTES` [`REPLICA_STRUCTURED_HISTORY_LIMIT`]: reset the stream
+//!   of a rebuilt Run whose structured history (root-prompt JSON messages besides the rules and
+//!   the archive) holds more than BYTES, as the live backend does at about 64 KiB (§13.4); by
+//!   default any size is taken;
+//! - `--check-image-ids` [`REPLICA_CHECK_IMAGE_IDS=1`]: keep image ids per conversation and
+//!   answer an image sent before under a new id (or an id without data never sent) with
+//!   `Image not found [internal]`, which poisons the conversation, as the live backend does
+//!   (§13.5);
+//! - `--interaction-idle-ms N` [`REPLICA_INTERACTION_IDLE_MS`]: before the model answers, send
+//!   every Run one `InteractionQuery` of each kind the backend sends (arms 2–9) and reset the
+//!   stream when one is not answered in its own arm within N ms, as the live backend does after
+//!   about 90 s (§13.6); by default no query is sent;
 //! - `--help`: print the flags.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
@@ -128,6 +143,9 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
   --inference-shape live|older      RunInference wire shapes (REPLICA_INFERENCE_SHAPE)
   --tool-naming bare|mcp|dash       the name host tools are called by (REPLICA_TOOL_NAMING)
   --checkpoint-ttl SECS             expire checkpoints older than SECS (REPLICA_CHECKPOINT_TTL)
+  --structured-history-limit BYTES  reset rebuilds with more structured history (REPLICA_STRUCTURED_HISTORY_LIMIT)
+  --check-image-ids                 an image under a new id is not found (REPLICA_CHECK_IMAGE_IDS=1)
+  --interaction-idle-ms N           ask every query kind; reset if unanswered in N ms (REPLICA_INTERACTION_IDLE_MS)
   --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
   --bare-only-model ID              suffixed forms of ID are not_found (REPLICA_BARE_ONLY_MODELS=a,b)
   --suffixed-only-model ID          the bare ID is not_found (REPLICA_SUFFIXED_ONLY_MODELS=a,b)
@@ -136,7 +154,7 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
 POST /replica/script bodies: silent, text N, think TEXT, resource-exhausted MESSAGE,
   exhausted quota|plan|capacity|context-overflow, tool-naming bare|mcp|dash,
   lose-state conversation-data|blob|tool-session, restart, fault reset|close|goaway,
-  fault-after-exec reset|close|goaway";
+  fault-after-exec reset|close|goaway, interaction-query ARM";
 
 /// The command line.
 #[derive(Debug, Default)]
@@ -156,6 +174,9 @@ struct Options {
     checkpoint_ttl: Option<Duration>,
     /// Model families served in one id form only (`--bare-only-model`, `--suffixed-only-model`).
     model_id_forms: Vec<(String, ModelIdForm)>,
+    structured_history_limit: Option<usize>,
+    check_image_ids: bool,
+    interaction_idle: Option<Duration>,
 }
 
 /// The `--tool-naming` words.
@@ -244,6 +265,13 @@ impl Options {
                     .collect::<Vec<_>>()
             })
             .collect(),
+            interaction_idle: env("REPLICA_INTERACTION_IDLE_MS")
+                .map(|ms| ms.parse().map(Duration::from_millis))
+                .transpose()?,
+            check_image_ids: env("REPLICA_CHECK_IMAGE_IDS").is_some_and(|v| v != "0"),
+            structured_history_limit: env("REPLICA_STRUCTURED_HISTORY_LIMIT")
+                .map(|bytes| bytes.parse())
+                .transpose()?,
         };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
@@ -285,6 +313,17 @@ impl Options {
                 "--checkpoint-ttl" => {
                     let secs = args.next().ok_or("--checkpoint-ttl needs seconds")?;
                     options.checkpoint_ttl = Some(Duration::from_secs_f64(secs.parse()?));
+                }
+                "--structured-history-limit" => {
+                    let bytes = args
+                        .next()
+                        .ok_or("--structured-history-limit needs bytes")?;
+                    options.structured_history_limit = Some(bytes.parse()?);
+                }
+                "--check-image-ids" => options.check_image_ids = true,
+                "--interaction-idle-ms" => {
+                    let ms = args.next().ok_or("--interaction-idle-ms needs a number")?;
+                    options.interaction_idle = Some(Duration::from_millis(ms.parse()?));
                 }
                 "--help" | "-h" => {
                     println!("{USAGE}");
@@ -358,6 +397,9 @@ async fn main() -> Result<(), BoxError> {
     for (id, form) in &options.model_id_forms {
         replica.set_model_id_form(id.clone(), *form);
     }
+    replica.set_structured_history_limit(options.structured_history_limit);
+    replica.set_check_image_ids(options.check_image_ids);
+    replica.set_interaction_probe(options.interaction_idle);
     if let Some(path) = &options.log {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -531,6 +573,16 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
                 Script::FramesThenFault(Vec::new(), fault)
             }
         }
+        Some(("interaction-query", arm)) => match arm.trim().parse::<u32>() {
+            Ok(arm) if (2..=536_870_911).contains(&arm) => Script::InteractionQuery(arm),
+            _ => {
+                return error(
+                    400,
+                    Code::InvalidArgument,
+                    "interaction-query needs an arm number of 2 or more",
+                );
+            }
+        },
         Some(("think", text)) => Script::Frames(thinking_frames(text.trim())),
         Some(("text", n)) => match n.trim().parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => Script::Frames(text_frames(n)),
@@ -547,7 +599,8 @@ fn script(replica: &Replica, body: &[u8]) -> Response<Bytes> {
                          `exhausted quota|plan|capacity|context-overflow`, \
                          `tool-naming bare|mcp|dash`, \
                          `lose-state conversation-data|blob|tool-session`, `restart`, \
-                         `fault reset|close|goaway`, `fault-after-exec reset|close|goaway`)";
+                         `fault reset|close|goaway`, `fault-after-exec reset|close|goaway`, \
+                         `interaction-query ARM`)";
             return error(400, Code::InvalidArgument, known);
         }
     };

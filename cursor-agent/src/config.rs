@@ -373,6 +373,11 @@ pub struct Limits {
     /// folded into one archive blob, so the server fetches a bounded number of blobs whatever
     /// the conversation's length (docs/PROTOCOL-AGENT.md §10, §12.5). 0 archives the whole history.
     pub archive_after_turns: usize,
+    /// Bytes of structured history (the JSON of the turns a rebuilt root prompt replays
+    /// message by message) a rebuild may send (48 KiB). The server resets a stream whose
+    /// structured turns reach about 64 KiB, so older turns fold into the archive until the
+    /// rest fit (docs/PROTOCOL-AGENT.md §13.4).
+    pub max_structured_history_bytes: usize,
 }
 
 impl Default for Limits {
@@ -388,6 +393,7 @@ impl Default for Limits {
             max_pending_tool_calls: 256,
             max_deferred_events: 16_384,
             archive_after_turns: 20,
+            max_structured_history_bytes: 48 << 10,
         }
     }
 }

@@ -302,6 +302,8 @@ pub(crate) fn says_state_lost(message: &str) -> bool {
         "conversation data missing",
         "blob not found",
         "tool session not found",
+        // An image under a new id poisons the conversation (§13.5).
+        "image not found",
     ]
     .iter()
     .any(|cue| message.contains(cue))

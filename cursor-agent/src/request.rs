@@ -99,7 +99,7 @@ pub(crate) fn build(
     }
     let turn = Turn::of(conversation)?;
     let selected_images = match turn {
-        Turn::Ask(content) => live_images(content, config, ids)?,
+        Turn::Ask(content) => live_images(content, config)?,
         Turn::Continue => Vec::new(),
     };
     // A resume keeps the remote prompt and only adds the current rules: no history replay.
@@ -194,10 +194,12 @@ pub(crate) fn build(
 }
 
 /// The current turn's images as raw bytes; unsupported types and oversize images fail closed.
+/// Each image's id and path derive from its bytes (§13.5): the server keys what it saw by id,
+/// and the same image under a new id is `Image not found` and poisons the conversation. The
+/// same image twice in one turn is attached once.
 fn live_images(
     content: &[UserContent],
     config: &RunConfig,
-    ids: &mut IdSource,
 ) -> Result<Vec<SelectedImage>, AgentError> {
     let images: Vec<&Image> = content
         .iter()
@@ -206,8 +208,8 @@ fn live_images(
             _ => None,
         })
         .collect();
-    let mut selected = Vec::with_capacity(images.len());
-    for (index, image) in images.into_iter().enumerate() {
+    let mut selected: Vec<SelectedImage> = Vec::with_capacity(images.len());
+    for image in images {
         let format = image.format().ok_or_else(|| AgentError::UnsupportedImage {
             mime: image.mime_type.clone(),
         })?;
@@ -217,13 +219,55 @@ fn live_images(
                 max: config.limits.max_image_len,
             });
         }
+        let uuid = image_id(format.mime(), &image.data);
+        if selected.iter().any(|s| s.uuid == uuid) {
+            continue;
+        }
         let extension = format.mime().trim_start_matches("image/");
         selected.push(SelectedImage {
-            uuid: ids.next_uuid(),
-            path: format!("image-{}.{extension}", index + 1),
+            path: format!("image-{}.{extension}", &uuid[..8]),
+            uuid,
             mime_type: format.mime().to_owned(),
             data: image.data.clone(),
         });
     }
     Ok(selected)
+}
+
+/// The id of an image: a UUID from the SHA-256 of its type and bytes, so the same image has the
+/// same id in every turn and every process.
+pub(crate) fn image_id(mime: &str, data: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(b"cursor-agent image\0");
+    hasher.update(mime.as_bytes());
+    hasher.update([0]);
+    hasher.update(data);
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    cursor_proto::uuid::v4_from_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_ids_come_from_the_bytes_and_repeats_in_a_turn_attach_once() {
+        let config = RunConfig::new("m", "file:///w", crate::IdSeed::fixed([1; 16]));
+        let png = Image::new("image/png", vec![1, 2, 3]);
+        let content = vec![
+            UserContent::Image(png.clone()),
+            UserContent::Image(Image::new("image/png", vec![4])),
+            UserContent::Image(png),
+        ];
+        let first = live_images(&content, &config).unwrap();
+        assert_eq!(first.len(), 2);
+        assert_eq!(first, live_images(&content, &config).unwrap());
+        assert_eq!(first[0].uuid, image_id("image/png", &[1, 2, 3]));
+        assert_ne!(first[0].uuid, first[1].uuid);
+        assert_eq!(first[0].path, format!("image-{}.png", &first[0].uuid[..8]));
+        assert_ne!(image_id("image/png", &[1]), image_id("image/gif", &[1]));
+    }
 }

@@ -36,7 +36,11 @@ pub(crate) fn history_of(messages: &[Message]) -> &[Message] {
 /// The root prompt messages: rules, then the history. Turns older than the last
 /// [`Limits::archive_after_turns`](crate::Limits::archive_after_turns) user turns are folded
 /// into one archive message, so a rebuild makes the server fetch a bounded number of blobs
-/// however long the conversation grew (docs/PROTOCOL-AGENT.md §10, §12.5).
+/// however long the conversation grew (docs/PROTOCOL-AGENT.md §10, §12.5). The turns replayed
+/// message by message hold at most
+/// [`Limits::max_structured_history_bytes`](crate::Limits::max_structured_history_bytes) of
+/// JSON: older ones fold into the archive too, because the server resets a stream carrying
+/// much more (§13.4).
 pub(crate) fn messages(
     conversation: &Conversation,
     history: &[Message],
@@ -46,6 +50,14 @@ pub(crate) fn messages(
     let cap = config.limits.max_replayed_result_chars;
     let host = &config.profile.display_name;
     let (archived, recent) = split_for_archive(history, config.limits.archive_after_turns);
+    let groups = turn_groups(recent);
+    let structured: Vec<Vec<Value>> = groups
+        .iter()
+        .map(|group| structured_messages(group, &prefix, cap, host))
+        .collect();
+    let folded = turns_over_budget(&structured, config.limits.max_structured_history_bytes);
+    let archived_len = archived.len() + groups[..folded].iter().map(|g| g.len()).sum::<usize>();
+    let archived = &history[..archived_len];
     let mut out = Vec::with_capacity(recent.len() + 2);
     out.push(user_text(format!(
         "<rules>\n{}\n</rules>",
@@ -54,14 +66,59 @@ pub(crate) fn messages(
     if !archived.is_empty() {
         // The archive is one blob: it must fit the per-blob cap, with room for its JSON frame.
         let budget = config.limits.max_blob_len.saturating_sub(1024);
+        let fold = (folded > 0).then_some(Fold {
+            turns: folded,
+            budget: config.limits.max_structured_history_bytes,
+        });
         out.push(user_text(archive_text(
-            archived, &prefix, cap, host, budget,
+            archived, &prefix, cap, host, budget, fold,
         )));
     }
+    out.extend(structured.into_iter().skip(folded).flatten());
+    out
+}
+
+/// `messages` cut before each user message: one user turn with its answer and tool rounds
+/// each (a leading group may hold no user message).
+fn turn_groups(messages: &[Message]) -> Vec<&[Message]> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for (at, message) in messages.iter().enumerate() {
+        if at > start && matches!(message, Message::User { .. }) {
+            groups.push(&messages[start..at]);
+            start = at;
+        }
+    }
+    if start < messages.len() {
+        groups.push(&messages[start..]);
+    }
+    groups
+}
+
+/// How many of the oldest turn groups must fold into the archive so the JSON of the rest
+/// fits `budget` bytes (all of them when even the newest alone does not).
+fn turns_over_budget(structured: &[Vec<Value>], budget: usize) -> usize {
+    let sizes: Vec<usize> = structured
+        .iter()
+        .map(|group| group.iter().map(|m| m.to_string().len()).sum())
+        .collect();
+    let mut total: usize = sizes.iter().sum();
+    let mut folded = 0;
+    while total > budget && folded < sizes.len() {
+        total -= sizes[folded];
+        folded += 1;
+    }
+    folded
+}
+
+/// The messages of one turn group in AI-SDK shapes; consecutive tool results share one
+/// `tool` message.
+fn structured_messages(group: &[Message], prefix: &str, cap: usize, host: &str) -> Vec<Value> {
+    let mut out = Vec::with_capacity(group.len());
     let mut tool_parts: Vec<Value> = Vec::new();
-    for message in recent {
+    for message in group {
         if let Message::ToolResult(result) = message {
-            tool_parts.push(tool_result_part(result, &prefix, cap, host));
+            tool_parts.push(tool_result_part(result, prefix, cap, host));
             continue;
         }
         if !tool_parts.is_empty() {
@@ -70,7 +127,7 @@ pub(crate) fn messages(
         match message {
             Message::User { content } => out.push(user_message(content)),
             Message::Assistant { content } => {
-                if let Some(message) = assistant_message(content, &prefix) {
+                if let Some(message) = assistant_message(content, prefix) {
                     out.push(message);
                 }
             }
@@ -82,6 +139,13 @@ pub(crate) fn messages(
         out.push(json!({"role": "tool", "content": tool_parts}));
     }
     out
+}
+
+/// Turns folded into the archive to keep the structured history within `budget` bytes.
+#[derive(Clone, Copy)]
+struct Fold {
+    turns: usize,
+    budget: usize,
 }
 
 /// Splits `history` before its `keep`-th last user message: what goes into the archive, and
@@ -111,6 +175,7 @@ fn archive_text(
     cap: usize,
     host: &str,
     budget: usize,
+    fold: Option<Fold>,
 ) -> String {
     let entries: Vec<String> = archived
         .iter()
@@ -121,6 +186,13 @@ fn archive_text(
     let mut kept = entries.len();
     let mut size = HEAD.len() + TAIL.len() + entries.iter().map(String::len).sum::<usize>();
     let mut first = 0;
+    let fold_note = fold.map(|fold| {
+        format!(
+            "[{host}: the newest {} turns here were folded in from the replayed history, which holds at most {} bytes]\n",
+            fold.turns, fold.budget
+        )
+    });
+    size += fold_note.as_ref().map_or(0, String::len);
     // Room for the omission note too.
     while size + 128 > budget && first < kept {
         size -= entries[first].len();
@@ -133,6 +205,9 @@ fn archive_text(
         text.push_str(&format!(
             "[{host}: {first} older messages omitted, keeping the archive within one blob; {kept} follow]\n"
         ));
+    }
+    if let Some(note) = &fold_note {
+        text.push_str(note);
     }
     for entry in &entries[first..] {
         text.push_str(entry);
@@ -624,5 +699,109 @@ mod tests {
             "the newest archived turn is kept"
         );
         assert!(!archive.contains("question 0\n"), "{archive}");
+    }
+
+    /// The bytes of the messages replayed one by one (neither the rules nor the archive).
+    fn structured_bytes(values: &[Value]) -> usize {
+        values
+            .iter()
+            .filter(|v| {
+                let text = v["content"][0]["text"].as_str().unwrap_or("");
+                !(text.starts_with("<rules>") || text.starts_with("<conversation_archive>"))
+            })
+            .map(|v| v.to_string().len())
+            .sum()
+    }
+
+    /// `turns` user/assistant pairs of about `size` bytes each, then the current question.
+    fn big_history(turns: usize, size: usize) -> Conversation {
+        let mut conversation = conversation();
+        for turn in 0..turns {
+            conversation = conversation
+                .with_message(Message::user_text(format!(
+                    "question {turn} {}",
+                    "q".repeat(size / 2)
+                )))
+                .with_message(Message::assistant_text(format!(
+                    "answer {turn} {}",
+                    "a".repeat(size / 2)
+                )));
+        }
+        conversation.with_message(Message::user_text("current turn"))
+    }
+
+    #[test]
+    fn structured_history_past_the_budget_folds_its_oldest_turns_into_the_archive() {
+        let config = config();
+        let conversation = big_history(30, 4096);
+        let values = messages(&conversation, history_of(&conversation.messages), &config);
+        let budget = config.limits.max_structured_history_bytes;
+        assert!(
+            structured_bytes(&values) <= budget,
+            "{}",
+            structured_bytes(&values)
+        );
+        let archive = values[1]["content"][0]["text"].as_str().unwrap();
+        assert!(archive.starts_with("<conversation_archive>\n"));
+        assert!(
+            archive
+                .contains("folded in from the replayed history, which holds at most 49152 bytes"),
+            "{}",
+            &archive[..300]
+        );
+        // 10 turns archived by count, the oldest of the 20 recent ones by size; the newest stay.
+        assert!(archive.contains("question 10 "));
+        let last = values.last().unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap();
+        assert!(last.starts_with("answer 29 "), "{last:.40}");
+        let kept = (values.len() - 2) / 2;
+        assert!((8..20).contains(&kept), "{kept} turns kept structured");
+        // Under the budget nothing more folds than the turn count says.
+        let small = big_history(20, 1024);
+        let values = messages(&small, history_of(&small.messages), &config);
+        assert_eq!(values.len(), 1 + 2 * 20);
+    }
+
+    #[test]
+    fn one_turn_bigger_than_the_budget_is_folded_with_a_marker_not_sent_whole() {
+        let config = config();
+        let conversation = big_history(1, 100 << 10);
+        let values = messages(&conversation, history_of(&conversation.messages), &config);
+        assert_eq!(values.len(), 2, "rules and the archive only");
+        assert_eq!(structured_bytes(&values), 0);
+        let archive = values[1]["content"][0]["text"].as_str().unwrap();
+        assert!(archive.contains("[acme: the newest 1 turns here were folded in"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn no_rebuild_sends_more_structured_history_than_the_budget(
+            sizes in proptest::collection::vec(0_usize..80_000, 0..40),
+            results in proptest::collection::vec(0_usize..30_000, 0..40),
+            budget in 0_usize..70_000,
+        ) {
+            let mut config = config();
+            config.limits.max_structured_history_bytes = budget;
+            let mut conversation = conversation();
+            for (turn, size) in sizes.iter().enumerate() {
+                conversation = conversation.with_message(Message::user_text("u".repeat(*size)));
+                if let Some(&len) = results.get(turn) {
+                    let id = format!("c{turn}");
+                    conversation = conversation
+                        .with_message(Message::assistant_tool_calls(vec![ToolCall::new(
+                            id.clone(), "bash", json!({"command": "ls"}),
+                        )]))
+                        .with_message(Message::ToolResult(ToolResult::text(
+                            id, "bash", "r".repeat(len), false,
+                        )));
+                }
+                conversation = conversation.with_message(Message::assistant_text("ok"));
+            }
+            let conversation = conversation.with_message(Message::user_text("now"));
+            let values = messages(&conversation, history_of(&conversation.messages), &config);
+            proptest::prop_assert!(structured_bytes(&values) <= budget);
+        }
     }
 }

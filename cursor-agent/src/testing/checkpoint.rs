@@ -1,7 +1,8 @@
 //! The replica's checkpoints: a `ConversationStateStructure` whose turns are the conversation
 //! so far, one JSON object per turn.
 
-use cursor_proto::agent::v1::ConversationStateStructure;
+use cursor_proto::agent::v1::conversation_action::Action;
+use cursor_proto::agent::v1::{AgentRunRequest, ConversationStateStructure};
 use prost::Message as _;
 use serde::{Deserialize, Serialize};
 
@@ -34,12 +35,52 @@ pub(super) struct StoredConversation {
     pub(super) checkpointed_at: Option<std::time::Instant>,
     /// The backend lost this conversation's state this way: its next Run fails so.
     pub(super) lost: Option<super::StateLoss>,
+    /// The images this conversation was sent: the SHA-256 of each one's bytes (hex) and the
+    /// id it came under.
+    pub(super) images: std::collections::HashMap<String, String>,
+    /// An image came under a second id: every later Run of it fails `Image not found`.
+    pub(super) poisoned: bool,
 }
 
 impl StoredConversation {
     /// The encoded turns as the last checkpoint carried them.
     pub(super) fn journal(&self) -> Vec<Vec<u8>> {
         self.turns.iter().map(Turn::encode).collect()
+    }
+
+    /// Registers the run request's images; false when one cannot be matched: this
+    /// conversation is poisoned, a known image came under a new id, or an id without data
+    /// was never sent.
+    pub(super) fn check_images(&mut self, request: &AgentRunRequest) -> bool {
+        use sha2::{Digest, Sha256};
+        if self.poisoned {
+            return false;
+        }
+        let images = request
+            .action
+            .as_ref()
+            .and_then(|a| a.action.as_ref())
+            .and_then(|Action::UserMessageAction(action)| action.user_message.as_ref())
+            .and_then(|m| m.selected_context.as_ref())
+            .map(|c| c.selected_images.as_slice())
+            .unwrap_or_default();
+        for image in images {
+            if image.data.is_empty() {
+                if !self.images.values().any(|id| *id == image.uuid) {
+                    return false;
+                }
+                continue;
+            }
+            let key = hex(&Sha256::digest(&image.data));
+            match self.images.get(&key) {
+                Some(id) if *id != image.uuid => return false,
+                Some(_) => {}
+                None => {
+                    self.images.insert(key, image.uuid.clone());
+                }
+            }
+        }
+        true
     }
 
     /// The checkpoint after `turns`: the state as received with the journal replaced.
@@ -50,6 +91,14 @@ impl StoredConversation {
         }
         .encode_to_vec()
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut text, byte| {
+        let _ = write!(text, "{byte:02x}");
+        text
+    })
 }
 
 #[cfg(test)]

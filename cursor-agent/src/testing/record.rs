@@ -23,8 +23,16 @@ pub struct RunRecord {
     pub root_prompt_tool_results: Vec<String>,
     /// True when the root prompt carried history (anything besides `<rules>` messages).
     pub history_replayed: bool,
+    /// Bytes of the root prompt's structured history: its JSON messages besides the rules
+    /// and a `<conversation_archive>`.
+    pub structured_history_bytes: usize,
     /// How many root-prompt blobs were fetched over KV (each one parsed as JSON).
     pub blobs_fetched: usize,
+    /// The ids of the images the run request attached (`selected_images`), in order.
+    pub images: Vec<String>,
+    /// The interaction queries sent and how each was answered: `<arm> <answer>` (`2 approved`,
+    /// `3 error`, `4 rejected`, `8 success`), in order.
+    pub interactions: Vec<String>,
     /// True when the run request carried `mcp_tools`.
     pub mcp_tools_sent: bool,
     /// The `x-cursor-agent-allowed-tools` header of the request, if it had one.
@@ -36,9 +44,9 @@ pub struct RunRecord {
     /// The answer text streamed.
     pub answer: String,
     /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `model-not-found` (an id
-    /// form the backend does not serve), `blob-miss`, `client-closed`, `scripted`, `silent`,
-    /// `resource-exhausted`, `update-required`, `fault: <kind>`, `stalled: <why>`,
-    /// `rejected: <why>`.
+    /// form the backend does not serve), `blob-miss`,
+    /// `client-closed`, `scripted`, `silent`, `resource-exhausted`, `update-required`,
+    /// `fault: <kind>`, `reset: <why>`, `image-not-found`, `stalled: <why>`, `rejected: <why>`.
     pub outcome: String,
 }
 

@@ -32,6 +32,9 @@ struct State {
     checkpoint_ttl: Option<Duration>,
     /// Model families whose ids the backend takes in one form only.
     model_id_forms: Vec<(String, ModelIdForm)>,
+    structured_history_limit: Option<usize>,
+    check_image_ids: bool,
+    interaction_probe: Option<Duration>,
     /// Bumped by each [`Replica::restart`]; a Run waiting for tool results across a bump lost
     /// its tool session.
     generation: u64,
@@ -67,6 +70,9 @@ impl std::fmt::Debug for Replica {
             .field("tool_naming", &state.tool_naming)
             .field("checkpoint_ttl", &state.checkpoint_ttl)
             .field("model_id_forms", &state.model_id_forms)
+            .field("structured_history_limit", &state.structured_history_limit)
+            .field("check_image_ids", &state.check_image_ids)
+            .field("interaction_probe", &state.interaction_probe)
             .field("generation", &state.generation)
             .finish()
     }
@@ -202,6 +208,40 @@ impl Replica {
         })
     }
 
+    /// Resets the stream of a rebuilt Run whose structured history (the root prompt's JSON
+    /// messages besides the rules and a `<conversation_archive>`) holds more than `limit`
+    /// bytes, as the backend does at about 64 KiB (docs/PROTOCOL-AGENT.md §13.4). `None` (the
+    /// default) takes any size.
+    pub fn set_structured_history_limit(&self, limit: Option<usize>) {
+        self.lock().structured_history_limit = limit;
+    }
+
+    /// Keeps image ids per conversation as the backend does (docs/PROTOCOL-AGENT.md §13.5): an
+    /// image it was sent before, under a new id, or an id without data it never saw, fails the
+    /// Run with `Image not found [internal]` and poisons the conversation (every later Run of
+    /// it fails so). Off by default.
+    pub fn set_check_image_ids(&self, check: bool) {
+        self.lock().check_image_ids = check;
+    }
+
+    /// Before the model answers, sends every Run one `InteractionQuery` of each kind the
+    /// backend sends (web search and fetch, Exa search and fetch, a question, a mode switch, a
+    /// plan, a VM setup) and resets the stream when one is not answered, with its own arm,
+    /// within `idle`: the backend does so after about 90 s (docs/PROTOCOL-AGENT.md §13.6).
+    /// `None` (the default) sends none.
+    pub fn set_interaction_probe(&self, idle: Option<Duration>) {
+        self.lock().interaction_probe = idle;
+    }
+
+    /// Poisons `conversation_id` the way an image under a second id does: every later Run of
+    /// it fails `Image not found [internal]` while image ids are checked
+    /// ([`Replica::set_check_image_ids`]).
+    pub fn poison(&self, conversation_id: &str) {
+        if let Some(conversation) = self.lock().conversations.get_mut(conversation_id) {
+            conversation.poisoned = true;
+        }
+    }
+
     /// Loses `conversation_id`'s server state this way: the next Run of it fails so (and the
     /// conversation is gone afterwards).
     pub fn lose(&self, conversation_id: &str, loss: StateLoss) {
@@ -287,6 +327,18 @@ impl Replica {
 
     pub(super) fn checkpoint_ttl(&self) -> Option<Duration> {
         self.lock().checkpoint_ttl
+    }
+
+    pub(super) fn interaction_probe(&self) -> Option<Duration> {
+        self.lock().interaction_probe
+    }
+
+    pub(super) fn check_image_ids(&self) -> bool {
+        self.lock().check_image_ids
+    }
+
+    pub(super) fn structured_history_limit(&self) -> Option<usize> {
+        self.lock().structured_history_limit
     }
 
     pub(super) fn generation(&self) -> u64 {

@@ -52,6 +52,11 @@ pub enum Script {
     /// has seen something, which must not be retried). With no frames, that exec's audit is
     /// all the host saw.
     FramesThenFault(Vec<AgentServerMessage>, Fault),
+    /// Serve the Run with the model, first sending an `InteractionQuery` whose arm has this
+    /// field number (any, known or not) and resetting the stream when it is not answered
+    /// within the interaction idle time ([`Replica::set_interaction_probe`](super::Replica::set_interaction_probe),
+    /// 1 s when unset; PROTOCOL-AGENT §13.6).
+    InteractionQuery(u32),
 }
 
 /// A transport fault the replica can inject.

@@ -25,6 +25,9 @@
 #     (`-c`, the same pi session) recalls it, and the replica saw the second Run as a resume of
 #     the same remote conversation without the history replayed; that replica keeps every
 #     response open after `turn_ended` and sends heartbeats, as Cursor may;
+#   - pi 1.6.0 only: a context overflow (the replica's script `exhausted context-overflow`, a bare
+#     zero-token `resource_exhausted`) on the second turn of a kept session makes pi compact and
+#     send the turn again, which answers (docs/PROTOCOL-AGENT.md §13.2);
 #   - `--mode rpc` abort: a Run the replica keeps silent is aborted with {"type":"abort"}, pi
 #     ends the turn with stopReason `aborted`, and the replica saw the Run cancelled
 #     (test/rpc-abort.mjs);
@@ -98,6 +101,9 @@ stalling=$origin
 # heartbeats, so the resume check proves the handle is stored before pi sees the turn done.
 start_replica holding --hold-open --heartbeat-ms 50
 holding=$origin
+# Its own replica for the context overflow, so the scripted refusal meets only that check.
+start_replica overflowing
+overflowing=$origin
 
 mkdir -p "$work/home/.pi/agent"
 auth="$work/home/.pi/agent/auth.json"
@@ -127,6 +133,11 @@ pi_holding() {
     export CURSOR_PROVIDER_AGENT_ORIGIN CURSOR_PROVIDER_API_ORIGIN
     pi_kept "$@"
   )
+}
+
+# script_replica <origin> <body>: scripts the next Run of that replica (POST /replica/script).
+script_replica() {
+  node -e 'fetch(process.argv[1] + "/replica/script", {method: "POST", body: process.argv[2]}).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$1" "$2"
 }
 
 # pi_headless <entry> <args...>: pi offline in a HOME without auth.json, with the headless
@@ -280,6 +291,37 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *) problem "recall was not a resume without history: $record" ;;
   esac
   end
+
+  if [ "$version" = 1.6.0 ]; then
+    begin "$version a context overflow makes pi compact and answer the turn"
+    # pi keeps the last 20k tokens out of a compaction; a tiny keep lets it summarize one turn.
+    rm -rf "$work/sessions" "$work/home-overflow"
+    cp -R "$work/home" "$work/home-overflow"
+    printf '%s' '{"compaction":{"keepRecentTokens":5}}' >"$work/home-overflow/.pi/agent/settings.json"
+    (
+      cd "$work"
+      HOME="$work/home-overflow"
+      PI_SKIP_VERSION_CHECK=1
+      CURSOR_PROVIDER_AGENT_ORIGIN=$overflowing
+      CURSOR_PROVIDER_API_ORIGIN=$overflowing
+      export HOME PI_SKIP_VERSION_CHECK CURSOR_PROVIDER_AGENT_ORIGIN CURSOR_PROVIDER_API_ORIGIN
+      kept() { node "$entry" --offline --session-dir "$work/sessions" -e "$ext" --model "$model" "$@" </dev/null; }
+      kept -p "remember the code OVF-$version" >/dev/null 2>&1 || echo "remember exited $?"
+      script_replica "$overflowing" "exhausted context-overflow" || echo "the replica took no script"
+      kept -c -p ping 2>&1 || echo "exited $?"
+    ) >"$work/overflow.out"
+    out=$(cat "$work/overflow.out")
+    [ "$out" = "pong" ] || problem "printed: $out"
+    # After the refused Run pi compacted (one Run for its summary) and sent the turn again: the
+    # refusal is followed by at least two Runs, the last answering ping.
+    refused=$(grep -n '"outcome":"resource-exhausted"' "$work/overflowing.jsonl" | cut -d: -f1 | tail -n 1)
+    total=$(runs_logged "$work/overflowing.jsonl")
+    { [ -n "$refused" ] && [ "$total" -ge $((refused + 2)) ]; } ||
+      problem "no refusal followed by a compaction and the turn: $(cat "$work/overflowing.jsonl")"
+    tail -n 1 "$work/overflowing.jsonl" | grep -q '"userText":"ping".*"answer":"pong"' ||
+      problem "the last Run did not answer ping: $(tail -n 1 "$work/overflowing.jsonl")"
+    end
+  fi
 
   begin "$version --mode rpc abort of a silent Run"
   before=$(runs_logged "$work/stalling.jsonl")

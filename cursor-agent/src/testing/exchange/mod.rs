@@ -6,6 +6,8 @@ use cursor_proto::agent::v1::{
     agent_server_message::Message as Server, exec_client_control_message::Message as Control,
     interaction_update::Message as Update, kv_client_message::Message as KvReply,
 };
+use std::time::Duration;
+
 use cursor_proto::selected_context_blob::SelectedContextBlob;
 use cursor_transport::envelope::{Code, ConnectError};
 use cursor_transport::testing::ServerCall;
@@ -176,7 +178,7 @@ async fn hold_open(replica: &Replica, mut call: ServerCall, hold: HoldOpen) {
     }
 }
 
-async fn sleep_or_never(wait: Option<std::time::Duration>) {
+async fn sleep_or_never(wait: Option<Duration>) {
     match wait {
         Some(wait) => tokio::time::sleep(wait).await,
         None => std::future::pending().await,
@@ -289,6 +291,7 @@ impl Exchange<'_> {
                 ));
             }
             Script::Model
+            | Script::InteractionQuery(_)
             | Script::ToolNaming(_)
             | Script::Unauthenticated
             | Script::BlobMiss
@@ -343,6 +346,12 @@ impl Exchange<'_> {
         };
         self.record.label = label.as_str().into();
         let mut conversation = resumed.unwrap_or_default();
+        if self.replica.check_image_ids() && !conversation.check_images(&request) {
+            // The backend keeps the poisoned conversation: every later Run of it fails so.
+            conversation.poisoned = true;
+            self.replica.store(&conversation_id, conversation);
+            return Err(image_not_found());
+        }
         conversation.provider = self.provider.clone();
         conversation.tools = self.tools.clone();
         self.conversation = Some((conversation_id.clone(), conversation.clone()));
@@ -351,6 +360,31 @@ impl Exchange<'_> {
             return Err(Stop::reject("a blob nobody stored was answered"));
         }
         let root_texts = self.read_root_prompt(&state, &request).await?;
+        // A stateless Run carrying too much structured history is reset (§13.4).
+        if label == RunLabel::Rebuild
+            && let Some(limit) = self.replica.structured_history_limit()
+            && self.record.structured_history_bytes > limit
+        {
+            return Err(Stop {
+                outcome: format!(
+                    "reset: structured history of {} bytes over {limit}",
+                    self.record.structured_history_bytes
+                ),
+                end: End::Fault(Fault::ResetStream),
+            });
+        }
+
+        // The backend asks its queries while the model works (§13.6).
+        let probe = self.replica.interaction_probe();
+        if let Script::InteractionQuery(arm) = &script {
+            self.interaction_query(*arm, probe.unwrap_or(Duration::from_secs(1)))
+                .await?;
+        }
+        if let Some(idle) = probe {
+            for arm in 2..=9 {
+                self.interaction_query(arm, idle).await?;
+            }
+        }
 
         // What the model sees: the root prompt's history (a rebuilt conversation keeps it in
         // its checkpoint), then the turns this backend journaled.
@@ -441,6 +475,12 @@ impl Exchange<'_> {
             .as_ref()
             .map(|m| m.model_id.clone())
             .unwrap_or_default();
+        self.record.images = user
+            .selected_context
+            .iter()
+            .flat_map(|c| &c.selected_images)
+            .map(|image| image.uuid.clone())
+            .collect();
         self.record.user_text = user.text;
         self.record.mcp_tools_sent = request.mcp_tools.is_some();
         if self.record.conversation_id.is_empty() {
@@ -462,7 +502,9 @@ impl Exchange<'_> {
             self.record.blobs_fetched += 1;
             let message: Value = serde_json::from_slice(&blob)
                 .map_err(|e| Stop::reject(format!("a root prompt blob is not JSON: {e}")))?;
-            self.read_prompt_message(&message, &mut texts);
+            if self.read_prompt_message(&message, &mut texts) {
+                self.record.structured_history_bytes += blob.len();
+            }
         }
         self.record.root_prompt_user_texts = texts.clone();
         let context_id = match request.action.as_ref().and_then(|a| a.action.as_ref()) {
@@ -486,7 +528,9 @@ impl Exchange<'_> {
         Ok(texts)
     }
 
-    fn read_prompt_message(&mut self, message: &Value, texts: &mut Vec<String>) {
+    /// Reads one root prompt message; true when it is structured history (neither the rules
+    /// nor the archive).
+    fn read_prompt_message(&mut self, message: &Value, texts: &mut Vec<String>) -> bool {
         let role = message.get("role").and_then(Value::as_str).unwrap_or("");
         let parts = message.get("content").and_then(Value::as_array);
         let text = parts
@@ -497,13 +541,13 @@ impl Exchange<'_> {
             .collect::<Vec<_>>()
             .join("\n");
         if role == "user" && text.starts_with("<rules>") {
-            return;
+            return false;
         }
         self.record.history_replayed = true;
         if role == "user" && text.starts_with("<conversation_archive>") {
             // The model reads the archived turns' queries like replayed ones.
             texts.extend(tagged(&text, "<user_query>\n", "\n</user_query>").map(str::to_owned));
-            return;
+            return false;
         }
         if role == "tool" {
             let results = parts
@@ -522,6 +566,48 @@ impl Exchange<'_> {
                 .unwrap_or(&text);
             texts.push(inner.to_owned());
         }
+        true
+    }
+
+    /// Sends an `InteractionQuery` with an empty payload in arm `arm` (encoded by hand, so an
+    /// arm this crate does not know can be sent too) and waits `idle` for its answer, which
+    /// must come in the same arm; unanswered, the stream is reset.
+    async fn interaction_query(&mut self, arm: u32, idle: Duration) -> Result<(), Stop> {
+        use prost::encoding::{WireType, encode_key, encode_varint};
+        let id = self.next_id();
+        let mut query = Vec::new();
+        prost::encoding::uint32::encode(1, &id, &mut query);
+        encode_key(arm, WireType::LengthDelimited, &mut query);
+        encode_varint(0, &mut query);
+        let mut frame = Vec::new();
+        // AgentServerMessage.interaction_query = 7
+        prost::encoding::bytes::encode(7, &query, &mut frame);
+        self.send_bytes(&frame).await?;
+        let answer = match tokio::time::timeout(idle, self.next()).await {
+            Err(_) => {
+                return Err(Stop {
+                    outcome: format!("reset: interaction query {arm} unanswered for {idle:?}"),
+                    end: End::Fault(Fault::ResetStream),
+                });
+            }
+            Ok(Ok(Some(Client::InteractionResponse(response)))) if response.id == id => {
+                response.result
+            }
+            Ok(Ok(_)) => return Err(Stop::reject("expected the answer to an interaction query")),
+            Ok(Err(stop)) => return Err(stop),
+        };
+        let Some((answered, word)) = answer.as_ref().map(interaction_answer) else {
+            return Err(Stop::reject(
+                "an interaction query was answered with no result",
+            ));
+        };
+        if answered != arm {
+            return Err(Stop::reject(format!(
+                "interaction query {arm} answered in arm {answered}"
+            )));
+        }
+        self.record.interactions.push(format!("{arm} {word}"));
+        Ok(())
     }
 
     /// Asks for one blob; the client must answer it with data.
@@ -625,6 +711,37 @@ impl Exchange<'_> {
     }
 }
 
+/// The arm of an interaction answer and what it says.
+fn interaction_answer(answer: &wire::interaction_response::Result) -> (u32, &'static str) {
+    use wire::interaction_response::Result as Answer;
+    let approval = |response: &wire::ApprovalResponse| match response.result {
+        Some(wire::approval_response::Result::Approved(_)) => "approved",
+        Some(wire::approval_response::Result::Rejected(_)) => "rejected",
+        None => "empty",
+    };
+    match answer {
+        Answer::WebSearchRequestResponse(r) => (2, approval(r)),
+        Answer::AskQuestionInteractionResponse(r) => {
+            (3, if r.result.is_some() { "error" } else { "empty" })
+        }
+        Answer::SwitchModeRequestResponse(r) => (4, approval(r)),
+        Answer::ExaSearchRequestResponse(r) => (5, approval(r)),
+        Answer::ExaFetchRequestResponse(r) => (6, approval(r)),
+        Answer::CreatePlanRequestResponse(r) => {
+            (7, if r.result.is_some() { "error" } else { "empty" })
+        }
+        Answer::SetupVmEnvironmentResult(r) => (
+            8,
+            if r.result.is_some() {
+                "success"
+            } else {
+                "empty"
+            },
+        ),
+        Answer::WebFetchRequestResponse(r) => (9, approval(r)),
+    }
+}
+
 /// Every text between `open` and `close` in `text`, in order.
 fn tagged<'t>(text: &'t str, open: &'t str, close: &'t str) -> impl Iterator<Item = &'t str> {
     let mut rest = text;
@@ -661,6 +778,17 @@ fn model_not_found(model: &str) -> Stop {
         end: End::Error(ConnectError::new(
             Code::NotFound,
             format!("model {model} not found"),
+        )),
+    }
+}
+
+/// What the backend answers an image it cannot match to what it was sent (§13.5).
+fn image_not_found() -> Stop {
+    Stop {
+        outcome: "image-not-found".into(),
+        end: End::Error(ConnectError::new(
+            Code::Internal,
+            "Image not found [internal]",
         )),
     }
 }
