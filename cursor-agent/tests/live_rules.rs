@@ -457,3 +457,84 @@ async fn a_second_loss_in_the_same_turn_fails_with_a_classified_error() {
     assert!(info.message.contains("Blob not found"), "{info:?}");
     assert_eq!(replica.runs().len(), 3);
 }
+
+// --- the rules mixed --------------------------------------------------------------------------
+
+/// 200 rounds, each a conversation of two turns with one live rule firing on the second (in
+/// rotation: the dash and `mcp_` tool names, a capacity refusal, conversation data and a blob
+/// the server lost, a stream reset before the first frame, every interaction query kind, and a
+/// context overflow). Every round whose rule the session can recover from completes with the
+/// right answer; the overflow rounds end asking the host to compact, as they must.
+#[tokio::test]
+async fn two_hundred_chaos_rounds_with_the_rules_mixed_in_end_as_completed_turns() {
+    use cursor_agent::testing::Fault;
+    let replica = Replica::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (mut completed, mut compact) = (0, 0);
+    let runs_before_rounds = replica.runs().len();
+    for round in 0..200 {
+        let session = AgentSession::builder(
+            Client::new().expect("client"),
+            replica.origin(),
+            Arc::new(StaticToken::new("token")),
+        )
+        .profile(HostProfile::new("acme"))
+        .workspace_uri("file:///work")
+        .session_id(format!("chaos-{round}"))
+        .handles(Arc::new(HandleStore::new(dir.path())))
+        .timers(timers())
+        .build();
+        let fact = format!("remember CHAOS-{round}");
+        let first = whole_turn(&session, ask(&fact), "composer-2.5").await;
+        assert!(ended_normally(&first), "round {round}: {first:?}");
+        let id = replica.runs().last().unwrap().conversation_id.clone();
+        let rule = round % 8;
+        match rule {
+            0 => replica.set_tool_naming(ToolNaming::Dash),
+            1 => replica.set_tool_naming(ToolNaming::Mcp),
+            2 => replica.script(Script::Exhausted(Exhaustion::Capacity)),
+            3 => replica.lose(&id, StateLoss::ConversationData),
+            4 => replica.lose(&id, StateLoss::Blob),
+            5 => replica.script(Script::FaultBeforeFirstFrame(Fault::ResetStream)),
+            6 => replica.set_interaction_probe(Some(Duration::from_millis(500))),
+            _ => replica.script(Script::Exhausted(Exhaustion::ContextOverflow)),
+        }
+        let second_text = if rule < 2 {
+            r#"tool: read_file {"path": "notes.txt"}"#
+        } else {
+            RECALL
+        };
+        let second = ask(&fact)
+            .with_message(Message::assistant_text("OK, I will remember that."))
+            .with_message(Message::user_text(second_text));
+        let events = whole_turn(&session, second, "composer-2.5").await;
+        replica.set_tool_naming(ToolNaming::Bare);
+        replica.set_interaction_probe(None);
+        if rule == 7 {
+            assert_eq!(error_of(&events).next_step, NextStep::CompactConversation);
+            compact += 1;
+            continue;
+        }
+        assert!(
+            ended_normally(&events),
+            "round {round} (rule {rule}): {events:?}"
+        );
+        let answer = text(&events);
+        let right = if rule < 2 {
+            answer.contains("the file says hello")
+        } else {
+            answer.contains(&format!("CHAOS-{round}"))
+        };
+        assert!(right, "round {round} (rule {rule}): {answer}");
+        completed += 1;
+    }
+    let runs = replica.runs().len() - runs_before_rounds;
+    println!(
+        "200 chaos rounds: {completed} completed ({}%), {compact} asked the host to compact; \
+         {runs} Runs for 400 turns; {:?}",
+        completed * 100 / 200,
+        started.elapsed()
+    );
+    assert_eq!((completed, compact), (175, 25));
+}

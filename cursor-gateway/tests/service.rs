@@ -539,3 +539,36 @@ async fn health_and_metrics_answer_without_a_key_and_count_requests_by_route() {
         assert!(metrics.contains(line), "{line} not in\n{metrics}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_overflow_asks_clients_to_compact_in_their_own_apis_words() {
+    use cursor_agent::testing::Exhaustion;
+    let h = gateway_on(Replica::start().await.unwrap(), &[], Limits::DEFAULT).await;
+    let chat =
+        json!({"model": "composer-2.5", "messages": [{"role": "user", "content": "a long story"}]});
+    h.replica
+        .script(Script::Exhausted(Exhaustion::ContextOverflow));
+    let (status, body) = post(&h, &chat).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "context_length_exceeded", "{body}");
+    let messages = json!({"model": "claude-cursor-composer-2.5", "max_tokens": 64,
+        "messages": [{"role": "user", "content": "a long story"}]});
+    h.replica
+        .script(Script::Exhausted(Exhaustion::ContextOverflow));
+    let (status, text) = http(&h, "POST", "/v1/messages", &messages.to_string(), None).await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("prompt is too long"),
+        "{body}"
+    );
+    // A spent quota is a 429 with the quota's words.
+    h.replica.script(Script::Exhausted(Exhaustion::Quota));
+    let (status, body) = post(&h, &chat).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+}
