@@ -35,6 +35,9 @@ pub struct RunRecord {
     pub execs: Vec<ExecRecord>,
     /// The answer text streamed.
     pub answer: String,
+    /// The Run came over HTTP/1.1, as RunSSE plus BidiAppend (docs/PROTOCOL-AGENT.md §13.4),
+    /// rather than as an HTTP/2 stream.
+    pub http1: bool,
     /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `blob-miss`,
     /// `client-closed`, `scripted`, `silent`, `resource-exhausted`, `update-required`,
     /// `fault: <kind>`, `stalled: <why>`, `rejected: <why>`.
