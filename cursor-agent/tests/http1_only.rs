@@ -189,3 +189,54 @@ async fn an_http2_open_that_times_out_starts_no_second_run() {
         "exactly one Run attempt, over HTTP/2: {events:?}"
     );
 }
+
+/// A proxy that passes HTTP/1.1 through to `upstream` and answers HTTP/2 (the connection
+/// preface) the way such proxies do, with 421, from a refusing server of its own.
+async fn http1_only_proxy(upstream: std::net::SocketAddr) -> Origin {
+    let refuser = TestServer::builder()
+        .refuse_h2(H2Refusal::Status421)
+        .start()
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let refuser = refuser;
+        while let Ok((mut client, _)) = listener.accept().await {
+            let h2_target = refuser.addr();
+            tokio::spawn(async move {
+                let mut first = [0_u8; 3];
+                // Peeked, not read: the bytes go on to whichever side takes them.
+                while client.peek(&mut first).await.is_ok_and(|n| n < first.len()) {
+                    tokio::task::yield_now().await;
+                }
+                let target = if &first == b"PRI" {
+                    h2_target
+                } else {
+                    upstream
+                };
+                if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    Origin::loopback(port)
+}
+
+#[tokio::test]
+async fn a_turn_through_an_http1_only_proxy_completes_over_run_sse() {
+    // The replica itself speaks both; only the proxy in front refuses HTTP/2.
+    let replica = Replica::start().await.unwrap();
+    let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], replica.origin().port()));
+    let origin = http1_only_proxy(upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let session = session(origin, dir.path(), Timers::default());
+    let events = whole_turn(&session, ask(r#"tool: read_file {"path": "notes.txt"}"#)).await;
+    assert!(ended_normally(&events), "{events:?}");
+    assert!(text(&events).contains("the file says hello"), "{events:?}");
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(runs[0].http1, "{runs:?}");
+    assert_eq!(runs[0].execs.len(), 1, "{runs:?}");
+}
