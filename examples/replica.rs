@@ -95,6 +95,10 @@
 //!   every Run one `InteractionQuery` of each kind the backend sends (arms 2–9) and reset the
 //!   stream when one is not answered in its own arm within N ms, as the live backend does after
 //!   about 90 s (§13.6); by default no query is sent;
+//! - `--http1-only [421|464|rst|goaway]` [`REPLICA_HTTP1_ONLY`]: the agent listener refuses
+//!   HTTP/2 streaming calls (HTTP 421 by default, 464, or `HTTP_1_1_REQUIRED` in RST_STREAM or
+//!   GOAWAY) and serves the Run only as RunSSE plus BidiAppend over HTTP/1.1, as behind a proxy
+//!   that passes only HTTP/1.1 (docs/PROTOCOL-AGENT.md §13.8);
 //! - `--help`: print the flags.
 //!
 //! stdout says `REPLICA_INFERENCE_ORIGIN=http://127.0.0.1:PORT` (the RunInference listener),
@@ -121,7 +125,7 @@ use cursor_proto::agent::v1::{
 };
 use cursor_proto::aiserver::v1::AgentUrlConfig;
 use cursor_transport::envelope::{Code, ConnectError};
-use cursor_transport::testing::TestServer;
+use cursor_transport::testing::{H2Refusal, TestServer};
 use http::{HeaderValue, Request, Response, StatusCode, header::CONTENT_TYPE};
 use prost::Message as _;
 
@@ -149,6 +153,7 @@ replica: a loopback replica of Cursor's backend (see examples/replica.rs for the
   --max-concurrent-streams N        the agent listener's stream limit (REPLICA_MAX_CONCURRENT_STREAMS)
   --bare-only-model ID              suffixed forms of ID are not_found (REPLICA_BARE_ONLY_MODELS=a,b)
   --suffixed-only-model ID          the bare ID is not_found (REPLICA_SUFFIXED_ONLY_MODELS=a,b)
+  --http1-only [421|464|rst|goaway] refuse HTTP/2 Runs; serve RunSSE+BidiAppend (REPLICA_HTTP1_ONLY)
   --help                            this text
 
 POST /replica/script bodies: silent, text N, think TEXT, resource-exhausted MESSAGE,
@@ -177,9 +182,20 @@ struct Options {
     structured_history_limit: Option<usize>,
     check_image_ids: bool,
     interaction_idle: Option<Duration>,
+    http1_only: Option<H2Refusal>,
 }
 
 /// The `--tool-naming` words.
+fn h2_refusal(word: &str) -> Result<H2Refusal, BoxError> {
+    match word {
+        "1" | "421" => Ok(H2Refusal::Status421),
+        "464" => Ok(H2Refusal::Status464),
+        "rst" => Ok(H2Refusal::Http11Required),
+        "goaway" => Ok(H2Refusal::GoawayHttp11Required),
+        other => Err(format!("--http1-only takes 421, 464, rst or goaway, not {other:?}").into()),
+    }
+}
+
 fn tool_naming(word: &str) -> Result<ToolNaming, BoxError> {
     match word {
         "bare" => Ok(ToolNaming::Bare),
@@ -272,8 +288,12 @@ impl Options {
             structured_history_limit: env("REPLICA_STRUCTURED_HISTORY_LIMIT")
                 .map(|bytes| bytes.parse())
                 .transpose()?,
+            http1_only: env("REPLICA_HTTP1_ONLY")
+                .filter(|v| v != "0")
+                .map(|word| h2_refusal(&word))
+                .transpose()?,
         };
-        let mut args = std::env::args().skip(1);
+        let mut args = std::env::args().skip(1).peekable();
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--port" => options.port = args.next().ok_or("--port needs a number")?.parse()?,
@@ -309,6 +329,14 @@ impl Options {
                         .next()
                         .ok_or("--max-concurrent-streams needs a number")?;
                     options.max_concurrent_streams = Some(n.parse()?);
+                }
+                "--http1-only" => {
+                    // The refusal is optional: a following flag is not one.
+                    let word = args.peek().filter(|w| !w.starts_with("--")).cloned();
+                    if word.is_some() {
+                        args.next();
+                    }
+                    options.http1_only = Some(h2_refusal(word.as_deref().unwrap_or("421"))?);
                 }
                 "--checkpoint-ttl" => {
                     let secs = args.next().ok_or("--checkpoint-ttl needs seconds")?;
@@ -367,6 +395,9 @@ async fn main() -> Result<(), BoxError> {
     let mut builder = TestServer::builder();
     if let Some(max) = options.max_concurrent_streams {
         builder = builder.max_concurrent_streams(max);
+    }
+    if let Some(refusal) = options.http1_only {
+        builder = builder.refuse_h2(refusal);
     }
     let builder = builder
         .bind(SocketAddr::from(([127, 0, 0, 1], options.port)))

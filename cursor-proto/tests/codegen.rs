@@ -15,6 +15,7 @@ const PROTO_FILES: &[&str] = &[
     "agent/v1/kv.proto",
     "agent/v1/mcp.proto",
     "agent/v1/model.proto",
+    "aiserver/v1/bidi.proto",
     "aiserver/v1/dashboard.proto",
     "aiserver/v1/inference.proto",
     "aiserver/v1/models.proto",

@@ -43,6 +43,9 @@ pub struct RunRecord {
     pub execs: Vec<ExecRecord>,
     /// The answer text streamed.
     pub answer: String,
+    /// The Run came over HTTP/1.1, as RunSSE plus BidiAppend (docs/PROTOCOL-AGENT.md §13.8),
+    /// rather than as an HTTP/2 stream.
+    pub http1: bool,
     /// How the Run ended: `completed`, `unauthenticated`, `not-found`, `model-not-found` (an id
     /// form the backend does not serve), `blob-miss`,
     /// `client-closed`, `scripted`, `silent`, `resource-exhausted`, `update-required`,

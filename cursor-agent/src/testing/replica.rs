@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cursor_transport::Origin;
 use cursor_transport::envelope::Compression;
-use cursor_transport::testing::{TestServer, TestServerBuilder};
+use cursor_transport::testing::{H2Refusal, TestServer, TestServerBuilder};
 use tokio::task::JoinHandle;
 
 use super::checkpoint::StoredConversation;
@@ -89,6 +89,16 @@ impl Replica {
         Self::new().listen(TestServer::builder()).await
     }
 
+    /// Starts a replica on a loopback server that refuses HTTP/2 Runs with HTTP 421 and serves
+    /// them as RunSSE plus BidiAppend over HTTP/1.1, as behind a proxy that passes only
+    /// HTTP/1.1 (docs/PROTOCOL-AGENT.md §13.8). Other refusals: [`Replica::listen`] with
+    /// [`TestServerBuilder::refuse_h2`].
+    pub async fn start_http1_only() -> std::io::Result<ReplicaServer> {
+        Self::new()
+            .listen(TestServer::builder().refuse_h2(H2Refusal::Status421))
+            .await
+    }
+
     /// Starts serving this replica on a server built from `builder` (give it a
     /// [`handler`](TestServerBuilder::handler) to answer unary and plain HTTP requests, such as
     /// a token refresh, on the same origin).
@@ -104,8 +114,9 @@ impl Replica {
         })
     }
 
-    /// Serves every streaming call `server` accepts until it stops: `Run` calls as the agent
-    /// backend, anything else with Connect `unimplemented`. Each call runs in its own task.
+    /// Serves every streaming call `server` accepts until it stops: `Run` calls (and `RunSSE`
+    /// calls, the Run over HTTP/1.1) as the agent backend, anything else with Connect
+    /// `unimplemented`. Each call runs in its own task.
     pub async fn serve(&self, server: &mut TestServer) {
         while let Some(call) = server.accept().await {
             tokio::spawn(exchange::serve(self.clone(), call));

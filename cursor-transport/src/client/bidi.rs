@@ -1,12 +1,17 @@
 //! A bidirectional streaming Connect call.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use h2::client::ResponseFuture;
 use http::HeaderMap;
 
-use super::{body, connection::DeadSignal, connection::StreamGuard, h2_error};
+use super::http1::{Dialer, Http1Run};
+use super::{body, connection::DeadSignal, connection::Pool, connection::StreamGuard, h2_error};
+use crate::origin::Origin;
 use crate::{
     envelope::{Compression, Decoder, Encoder, EndStream, Frame},
     error::CursorError,
@@ -34,6 +39,10 @@ struct Refused {
 /// How long a failed send waits for the response that may explain the failure (a 401, say).
 const EXPLAIN_SEND_FAILURE: Duration = Duration::from_millis(500);
 
+/// How long a stream that lost its connection waits to learn whether a GOAWAY asked for
+/// HTTP/1.1.
+const GOAWAY_GRACE: Duration = Duration::from_millis(100);
+
 /// Where a call stands, as `recv` and `send` see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CallState {
@@ -44,6 +53,47 @@ enum CallState {
     Failed,
     /// This client canceled the call.
     Canceled,
+}
+
+/// What a Run needs to move to HTTP/1.1 if its HTTP/2 attempt is refused
+/// (docs/PROTOCOL-AGENT.md §13.8).
+pub(crate) struct Fallback {
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) dialer: Dialer,
+    pub(crate) origin: Origin,
+    pub(crate) headers: HeaderMap,
+    /// Messages sent before the response head, replayed as the first BidiAppends.
+    pub(crate) sent: Vec<Bytes>,
+}
+
+impl std::fmt::Debug for Fallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fallback")
+            .field("origin", &self.origin)
+            .field("sent", &self.sent.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The move to HTTP/1.1 under way: RunSSE sent and the kept messages appended. Kept in the
+/// call so a dropped wait resumes it rather than losing it.
+struct Switching(Pin<Box<dyn Future<Output = Result<Http1Run, CursorError>> + Send>>);
+
+impl std::fmt::Debug for Switching {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Switching")
+    }
+}
+
+/// Whether an HTTP/2 failure is the server asking for HTTP/1.1 (`HTTP_1_1_REQUIRED`, 0xd).
+fn requires_http1(err: &h2::Error) -> bool {
+    err.reason() == Some(h2::Reason::HTTP_1_1_REQUIRED)
+}
+
+/// Statuses that refuse the HTTP/2 request before anything ran: 421 Misdirected Request, and
+/// 464, a load balancer's "incompatible protocol".
+fn refuses_h2(status: u16) -> bool {
+    status == 421 || status == 464
 }
 
 fn already_failed() -> CursorError {
@@ -74,7 +124,12 @@ pub struct BidiCall {
     reading: Option<Reading>,
     max_message_size: usize,
     dead: DeadSignal,
-    _guard: StreamGuard,
+    /// Set on the Run path while an HTTP/1.1 fallback is still possible (before the head).
+    fallback: Option<Fallback>,
+    switching: Option<Switching>,
+    /// The Run over HTTP/1.1 (RunSSE plus BidiAppend), once the call moved there.
+    http1: Option<Box<Http1Run>>,
+    _guard: Option<StreamGuard>,
 }
 
 impl BidiCall {
@@ -98,8 +153,46 @@ impl BidiCall {
             reading: None,
             max_message_size,
             dead: guard.dead_signal(),
-            _guard: guard,
+            fallback: None,
+            switching: None,
+            http1: None,
+            _guard: Some(guard),
         }
+    }
+
+    /// Lets the call move to HTTP/1.1 if the server refuses its HTTP/2 stream.
+    pub(crate) fn with_fallback(mut self, fallback: Fallback) -> Self {
+        self.fallback = Some(fallback);
+        self
+    }
+
+    /// A Run over HTTP/1.1 from the start (the origin refused HTTP/2 before).
+    pub(crate) fn over_http1(run: Http1Run, max_message_size: usize) -> Self {
+        // Never awaited over HTTP/1.1: its own reads report a dead connection.
+        let (_, dead) = tokio::sync::watch::channel(None);
+        Self {
+            send: None,
+            response: None,
+            refused: None,
+            body: None,
+            headers: None,
+            decoder: None,
+            encoder: Encoder::new(Compression::Identity).with_max_message_size(max_message_size),
+            end: None,
+            state: CallState::Open,
+            reading: None,
+            max_message_size,
+            dead,
+            fallback: None,
+            switching: None,
+            http1: Some(Box::new(run)),
+            _guard: None,
+        }
+    }
+
+    /// Whether the call runs over HTTP/1.1 (RunSSE plus BidiAppend) rather than HTTP/2.
+    pub fn is_http1(&self) -> bool {
+        self.http1.is_some() || self.switching.is_some()
     }
 
     /// Sends one message (already serialized protobuf bytes).
@@ -113,6 +206,21 @@ impl BidiCall {
             CallState::Canceled => return Err(CursorError::Canceled),
             CallState::Failed => return Err(already_failed()),
             CallState::Open | CallState::Ended => {}
+        }
+        if let Some(switching) = self.switching.as_mut() {
+            let run = switching.0.as_mut().await;
+            self.switching = None;
+            self.http1 = Some(Box::new(run?));
+        }
+        if let Some(run) = self.http1.as_mut() {
+            // The server ended the Run; nothing reads appends any more.
+            if self.state == CallState::Ended {
+                return Ok(());
+            }
+            return run.append(message).await;
+        }
+        if let Some(fallback) = self.fallback.as_mut() {
+            fallback.sent.push(Bytes::copy_from_slice(message));
         }
         let frame = self
             .encoder
@@ -132,7 +240,11 @@ impl BidiCall {
         };
         match result {
             Ok(()) => Ok(()),
-            Err(err) => Err(self.explain_send_failure(err).await),
+            Err(err) => {
+                let error = self.explain_send_failure(err).await;
+                // Refused for HTTP/1.1: the message was kept and goes as a BidiAppend.
+                if self.is_http1() { Ok(()) } else { Err(error) }
+            }
         }
     }
 
@@ -150,6 +262,7 @@ impl BidiCall {
 
     /// Half-closes: tells the server no more messages follow. Receiving goes on.
     pub fn close_send(&mut self) -> Result<(), CursorError> {
+        // Over HTTP/1.1 the client half has no end: the server ends the Run.
         match self.send.as_mut() {
             Some(stream) => {
                 let result = stream.send_data(Bytes::new(), true);
@@ -247,10 +360,7 @@ impl BidiCall {
             return settled;
         }
         let result = match self.ensure_open().await {
-            Ok(()) => match self.body.as_mut() {
-                Some(body) => body::next_chunk(body, &mut self.dead).await,
-                None => Err(CursorError::Canceled),
-            },
+            Ok(()) => self.next_body_chunk().await,
             Err(error) => Err(error),
         };
         self.settle(&result);
@@ -295,6 +405,7 @@ impl BidiCall {
     /// Cancels the call: resets the HTTP/2 stream so the server sees the cancel and the stream
     /// is freed. Later `recv` and `send` calls report [`CursorError::Canceled`].
     pub fn cancel(&mut self) {
+        // Over HTTP/1.1 closing the RunSSE connection (in `abandon`) is the cancel.
         if let Some(stream) = self.send.as_mut() {
             stream.send_reset(h2::Reason::CANCEL);
         }
@@ -319,8 +430,12 @@ impl BidiCall {
                     }
                 };
             }
-            let body = self.body.as_mut().ok_or(CursorError::Canceled)?;
-            match body::next_chunk(body, &mut self.dead).await? {
+            let chunk = match (self.http1.as_mut(), self.body.as_mut()) {
+                (Some(run), _) => run.next_chunk().await?,
+                (None, Some(body)) => body::next_chunk(body, &mut self.dead).await?,
+                (None, None) => return Err(CursorError::Canceled),
+            };
+            match chunk {
                 Some(chunk) => decoder.push_bytes(chunk),
                 None => {
                     decoder.finish()?;
@@ -341,17 +456,63 @@ impl BidiCall {
         if self.headers.is_some() {
             return Ok(());
         }
+        if let Some(switching) = self.switching.as_mut() {
+            let run = switching.0.as_mut().await;
+            self.switching = None;
+            self.http1 = Some(Box::new(run?));
+        }
+        if let Some(run) = self.http1.as_mut() {
+            let headers = run.head().await?;
+            let compression = check_head(&headers)?;
+            self.decoder =
+                Some(Decoder::new(compression).with_max_message_size(self.max_message_size));
+            self.headers = Some(headers);
+            return Ok(());
+        }
         if self.refused.is_none() {
             let pending = self.response.as_mut().ok_or(CursorError::Canceled)?;
+            // `None`: refused with HTTP_1_1_REQUIRED, by the stream or the whole connection.
             let response = tokio::select! {
                 biased;
-                response = pending => response.map_err(|err| h2_error::network("awaiting the response", err)),
-                _ = self.dead.wait_for(Option::is_some) => {
-                    Err(CursorError::network_msg("connection died before the response"))
+                response = pending => response.map_err(|err| {
+                    (!requires_http1(&err)).then(|| h2_error::network("awaiting the response", err))
+                }),
+                dead = self.dead.wait_for(Option::is_some) => {
+                    let reason = dead
+                        .ok()
+                        .and_then(|reason| reason.as_deref().map(str::to_owned))
+                        .unwrap_or_default();
+                    Err((!reason.contains("HTTP_1_1_REQUIRED"))
+                        .then(|| CursorError::network_msg("connection died before the response")))
                 }
             };
             self.response = None;
-            let (parts, body) = response?.into_parts();
+            let response = match response {
+                Ok(response) => response,
+                // A GOAWAY(HTTP_1_1_REQUIRED) can reach this stream as the lost connection it
+                // was followed by; the connection's own end says which.
+                Err(Some(error)) if self.fallback.is_some() && self.goaway_wants_http1().await => {
+                    return self.fall_back(error).await;
+                }
+                Err(Some(error)) => return Err(error),
+                Err(None) => {
+                    return self
+                        .fall_back(CursorError::network_msg(
+                            "the server requires HTTP/1.1 (HTTP_1_1_REQUIRED) and \
+                             ClientConfig::http1_fallback is off",
+                        ))
+                        .await;
+                }
+            };
+            let (parts, body) = response.into_parts();
+            if refuses_h2(parts.status.as_u16()) && self.fallback.is_some() {
+                let status = parts.status.as_u16();
+                return self
+                    .fall_back(CursorError::network_msg(format!("HTTP {status}")))
+                    .await;
+            }
+            // The head settles the protocol: nothing more to keep for a replay.
+            self.fallback = None;
             if parts.status != http::StatusCode::OK {
                 self.refused = Some(Refused {
                     status: parts.status.as_u16(),
@@ -380,24 +541,54 @@ impl BidiCall {
         ))
     }
 
+    /// Moves the Run to HTTP/1.1 after its HTTP/2 stream was refused before it started;
+    /// `error` when no fallback is allowed. Cancel-safe: the move lives in `self.switching`.
+    async fn fall_back(&mut self, error: CursorError) -> Result<(), CursorError> {
+        let Some(fallback) = self.fallback.take() else {
+            return Err(error);
+        };
+        self.send = None;
+        self.body = None;
+        self.refused = None;
+        self._guard = None;
+        fallback.pool.prefer_http1(&fallback.origin);
+        tracing::info!(origin = %fallback.origin, "HTTP/2 refused; the Run goes over HTTP/1.1 (RunSSE + BidiAppend)");
+        let Fallback {
+            dialer,
+            origin,
+            headers,
+            sent,
+            ..
+        } = fallback;
+        self.switching = Some(Switching(Box::pin(async move {
+            let mut run = Http1Run::open(dialer, &origin, &headers).await?;
+            for message in &sent {
+                run.append(message).await?;
+            }
+            Ok(run)
+        })));
+        Box::pin(self.ensure_open()).await
+    }
+
+    /// Whether the connection ended with GOAWAY `HTTP_1_1_REQUIRED` (waiting briefly for its
+    /// end to be recorded).
+    async fn goaway_wants_http1(&mut self) -> bool {
+        let ended = tokio::time::timeout(GOAWAY_GRACE, self.dead.wait_for(Option::is_some)).await;
+        matches!(ended, Ok(Ok(reason)) if reason.as_deref().is_some_and(|r| r.contains("HTTP_1_1_REQUIRED")))
+    }
+
+    /// The next raw body chunk, from whichever protocol carries the call.
+    async fn next_body_chunk(&mut self) -> Result<Option<Bytes>, CursorError> {
+        match (self.http1.as_mut(), self.body.as_mut()) {
+            (Some(run), _) => run.next_chunk().await,
+            (None, Some(body)) => body::next_chunk(body, &mut self.dead).await,
+            (None, None) => Err(CursorError::Canceled),
+        }
+    }
+
     /// Checks a 200 head and starts reading its body.
     fn accept_head(&mut self, headers: HeaderMap, body: h2::RecvStream) -> Result<(), CursorError> {
-        let media_type = body::media_type(&headers);
-        if media_type != CONTENT_TYPE_STREAM {
-            return Err(CursorError::drift(format!(
-                "streaming response has content type {media_type:?}, expected {CONTENT_TYPE_STREAM}"
-            )));
-        }
-        let compression = match headers.get("connect-content-encoding") {
-            None => Compression::Identity,
-            Some(value) => value
-                .to_str()
-                .ok()
-                .and_then(Compression::from_header_value)
-                .ok_or_else(|| {
-                    CursorError::drift(format!("unsupported connect-content-encoding {value:?}"))
-                })?,
-        };
+        let compression = check_head(&headers)?;
         self.decoder = Some(Decoder::new(compression).with_max_message_size(self.max_message_size));
         self.body = Some(body);
         self.headers = Some(headers);
@@ -417,12 +608,36 @@ impl BidiCall {
         }
     }
 
-    /// Stops using the stream; dropping the h2 handles resets it if still open.
+    /// Stops using the stream; dropping the h2 handles resets it if still open (over
+    /// HTTP/1.1, dropping the RunSSE connection closes it).
     fn abandon(&mut self) {
+        self.http1 = None;
+        self.switching = None;
+        self.fallback = None;
         self.send = None;
         self.body = None;
         self.response = None;
         self.refused = None;
         self.decoder = None;
+    }
+}
+
+/// Checks a 200 streaming head: a Connect streaming content type and a supported encoding.
+fn check_head(headers: &HeaderMap) -> Result<Compression, CursorError> {
+    let media_type = body::media_type(headers);
+    if media_type != CONTENT_TYPE_STREAM {
+        return Err(CursorError::drift(format!(
+            "streaming response has content type {media_type:?}, expected {CONTENT_TYPE_STREAM}"
+        )));
+    }
+    match headers.get("connect-content-encoding") {
+        None => Ok(Compression::Identity),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(Compression::from_header_value)
+            .ok_or_else(|| {
+                CursorError::drift(format!("unsupported connect-content-encoding {value:?}"))
+            }),
     }
 }

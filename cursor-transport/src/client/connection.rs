@@ -220,14 +220,49 @@ pub(crate) struct Pool {
     tls: Arc<rustls::ClientConfig>,
     // A plain lock, held only to find an entry: a slow dial to one origin never blocks another.
     entries: std::sync::Mutex<HashMap<Origin, Arc<Entry>>>,
+    /// Origins whose Run refused HTTP/2: later Runs go straight to HTTP/1.1.
+    http1_origins: std::sync::Mutex<std::collections::HashSet<Origin>>,
+    tls_http1: Arc<rustls::ClientConfig>,
 }
 
 impl Pool {
-    pub(crate) fn new(config: ClientConfig, tls: Arc<rustls::ClientConfig>) -> Self {
+    pub(crate) fn new(
+        config: ClientConfig,
+        tls: Arc<rustls::ClientConfig>,
+        tls_http1: Arc<rustls::ClientConfig>,
+    ) -> Self {
         Self {
             config,
             tls,
             entries: std::sync::Mutex::new(HashMap::new()),
+            http1_origins: std::sync::Mutex::new(std::collections::HashSet::new()),
+            tls_http1,
+        }
+    }
+
+    /// Remembers that `origin` refused an HTTP/2 Run.
+    pub(crate) fn prefer_http1(&self, origin: &Origin) {
+        self.http1_origins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(origin.clone());
+    }
+
+    /// Whether `origin` refused an HTTP/2 Run before.
+    pub(crate) fn prefers_http1(&self, origin: &Origin) -> bool {
+        self.http1_origins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(origin)
+    }
+
+    /// How HTTP/1.1 connections for the Run's fallback are dialed.
+    pub(crate) fn http1_dialer(&self) -> super::http1::Dialer {
+        super::http1::Dialer {
+            tls: Arc::clone(&self.tls_http1),
+            connect_timeout: self.config.connect_timeout,
+            request_timeout: self.config.request_timeout,
+            max_message_size: self.config.max_message_size,
         }
     }
 

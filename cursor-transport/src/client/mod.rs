@@ -4,6 +4,7 @@ mod bidi;
 pub(crate) mod body;
 mod connection;
 mod h2_error;
+pub(crate) mod http1;
 mod tls;
 #[cfg(test)]
 mod tls_loopback_tests;
@@ -27,6 +28,14 @@ use connection::Pool;
 /// and the turn parks (PROTOCOL-AGENT §1).
 pub const AGENT_RUN_PATH: &str = "/agent.v1.AgentService/Run";
 
+/// The Run's server half over HTTP/1.1: a server stream opened with a `BidiRequestId`
+/// (docs/PROTOCOL-AGENT.md §13.8).
+pub const AGENT_RUN_SSE_PATH: &str = "/agent.v1.AgentService/RunSSE";
+
+/// The Run's client half over HTTP/1.1: one unary `BidiAppendRequest` per client message
+/// (docs/PROTOCOL-AGENT.md §13.8).
+pub const BIDI_APPEND_PATH: &str = "/aiserver.v1.BidiService/BidiAppend";
+
 /// Tunables of a [`Client`].
 #[non_exhaustive]
 #[derive(Clone, Debug)]
@@ -48,6 +57,13 @@ pub struct ClientConfig {
     /// with a network error instead of waiting for a slot. Connections retired after GOAWAY
     /// do not count: their open streams finish outside the pool.
     pub max_connections_per_origin: usize,
+    /// Whether an agent Run ([`AGENT_RUN_PATH`]) whose HTTP/2 stream is refused with HTTP
+    /// 421, 464 or `HTTP_1_1_REQUIRED` moves to the Run's HTTP/1.1 form, RunSSE plus
+    /// BidiAppend ([`AGENT_RUN_SSE_PATH`], [`BIDI_APPEND_PATH`]; true). Such a refusal proves
+    /// no Run started; a timeout or a lost connection never falls back (the Run may have
+    /// started). The client then remembers the origin and opens its later Runs over HTTP/1.1
+    /// directly. docs/PROTOCOL-AGENT.md §13.8.
+    pub http1_fallback: bool,
 }
 
 impl Default for ClientConfig {
@@ -59,6 +75,7 @@ impl Default for ClientConfig {
             request_timeout: Duration::from_secs(60),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_connections_per_origin: 8,
+            http1_fallback: true,
         }
     }
 }
@@ -89,8 +106,9 @@ impl Client {
     /// A client with `config`.
     pub fn with_config(config: ClientConfig) -> Result<Self, CursorError> {
         let tls = tls::client_config()?;
+        let tls_http1 = tls::client_config_http1()?;
         Ok(Self {
-            pool: Arc::new(Pool::new(config, tls)),
+            pool: Arc::new(Pool::new(config, tls, tls_http1)),
         })
     }
 
@@ -122,14 +140,25 @@ impl Client {
         }
         let compression = headers.request_compression()?;
         let template = RequestTemplate::new(origin, path, headers, CONTENT_TYPE_STREAM)?;
+        let max = self.config().max_message_size;
+        let fallback = path == AGENT_RUN_PATH && self.config().http1_fallback;
+        if fallback && self.pool.prefers_http1(origin) {
+            let run =
+                http1::Http1Run::open(self.pool.http1_dialer(), origin, &template.headers).await?;
+            return Ok(BidiCall::over_http1(run, max));
+        }
         let opened = self.pool.open(origin, || template.build(), false).await?;
-        Ok(BidiCall::new(
-            opened.response,
-            opened.send,
-            opened.guard,
-            compression,
-            self.config().max_message_size,
-        ))
+        let call = BidiCall::new(opened.response, opened.send, opened.guard, compression, max);
+        if !fallback {
+            return Ok(call);
+        }
+        Ok(call.with_fallback(bidi::Fallback {
+            pool: Arc::clone(&self.pool),
+            dialer: self.pool.http1_dialer(),
+            origin: origin.clone(),
+            headers: template.headers.clone(),
+            sent: Vec::new(),
+        }))
     }
 
     /// A unary Connect call: `body` is the serialized request, the result the serialized

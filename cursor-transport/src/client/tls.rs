@@ -12,6 +12,16 @@ pub(crate) const ALPN_H2: &[u8] = b"h2";
 /// Builds the client TLS configuration. The provider is named explicitly so a second
 /// crypto provider elsewhere in the process cannot make the builder ambiguous.
 pub(crate) fn client_config() -> Result<Arc<ClientConfig>, CursorError> {
+    with_alpn(ALPN_H2)
+}
+
+/// The same configuration offering only ALPN `http/1.1`, for the Run's HTTP/1.1 fallback
+/// (docs/PROTOCOL-AGENT.md §13.8).
+pub(crate) fn client_config_http1() -> Result<Arc<ClientConfig>, CursorError> {
+    with_alpn(b"http/1.1")
+}
+
+fn with_alpn(alpn: &[u8]) -> Result<Arc<ClientConfig>, CursorError> {
     let roots = RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
@@ -21,7 +31,7 @@ pub(crate) fn client_config() -> Result<Arc<ClientConfig>, CursorError> {
         .map_err(|err| CursorError::invalid(format!("TLS configuration: {err}")))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![ALPN_H2.to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     Ok(Arc::new(config))
 }
 

@@ -39,9 +39,15 @@ fn client_trusting_test_cert() -> Client {
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
+    let mut tls_http1 = tls.clone();
     tls.alpn_protocols = vec![ALPN_H2.to_vec()];
+    tls_http1.alpn_protocols = vec![b"http/1.1".to_vec()];
     Client {
-        pool: Arc::new(Pool::new(ClientConfig::default(), Arc::new(tls))),
+        pool: Arc::new(Pool::new(
+            ClientConfig::default(),
+            Arc::new(tls),
+            Arc::new(tls_http1),
+        )),
     }
 }
 

@@ -2,7 +2,7 @@
 //! RunInference. This module is the only code that reads an [`AccessToken`].
 
 mod checksum;
-mod request_id;
+pub(crate) mod request_id;
 mod token;
 
 use http::{HeaderMap, HeaderName, HeaderValue, header};

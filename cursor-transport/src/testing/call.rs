@@ -16,8 +16,53 @@ use crate::{
 pub(crate) enum ConnCommand {
     GoAway(tokio::sync::oneshot::Sender<()>),
     GoAwayWithError,
+    GoAwayHttp11Required,
     Sever,
     Stall,
+}
+
+/// How a call reaches its client.
+#[derive(Debug)]
+enum Wire {
+    /// One HTTP/2 stream.
+    H2 {
+        body: h2::RecvStream,
+        respond: Option<h2::server::SendResponse<Bytes>>,
+        send: Option<h2::SendStream<Bytes>>,
+    },
+    /// RunSSE and its BidiAppends over HTTP/1.1 (docs/PROTOCOL-AGENT.md §13.8).
+    Http1(Http1Wire),
+}
+
+/// The server side of an emulated bidi call: client messages arrive whole from BidiAppend,
+/// response parts go to the task writing the RunSSE connection.
+#[derive(Debug)]
+pub(crate) struct Http1Wire {
+    pub(crate) body: Bytes,
+    pub(crate) inbound: mpsc::UnboundedReceiver<Result<Bytes, ServerError>>,
+    pub(crate) out: mpsc::UnboundedSender<Http1Out>,
+    pub(crate) started: bool,
+    /// Set when the client closed the RunSSE connection.
+    pub(crate) gone: tokio::sync::watch::Receiver<bool>,
+}
+
+/// What the RunSSE writer puts on the wire.
+#[derive(Debug)]
+pub(crate) enum Http1Out {
+    /// A 200 streaming head (chunked), with the Connect encoding if any.
+    Head(Option<&'static str>),
+    /// Body bytes, one chunk.
+    Data(Bytes),
+    /// The terminating chunk; the connection then closes.
+    End,
+    /// A whole response of any status; the connection then closes.
+    Whole {
+        status: u16,
+        content_type: String,
+        body: Bytes,
+    },
+    /// Close the socket without ending the body (a reset or a severed connection).
+    Abort,
 }
 
 /// A call a client opened, for the test to script.
@@ -31,9 +76,7 @@ pub struct ServerCall {
     method: http::Method,
     path: String,
     headers: HeaderMap,
-    body: h2::RecvStream,
-    respond: Option<h2::server::SendResponse<Bytes>>,
-    send: Option<h2::SendStream<Bytes>>,
+    wire: Wire,
     decoder: Decoder,
     compression: Compression,
     commands: mpsc::UnboundedSender<ConnCommand>,
@@ -56,13 +99,38 @@ impl ServerCall {
             method: parts.method,
             path: parts.uri.path().to_owned(),
             headers: parts.headers,
-            body,
-            respond: Some(respond),
-            send: None,
+            wire: Wire::H2 {
+                body,
+                respond: Some(respond),
+                send: None,
+            },
             decoder: Decoder::new(request_compression),
             compression: Compression::Identity,
             commands,
         }
+    }
+
+    /// A call that arrived as RunSSE over HTTP/1.1; its client messages come from BidiAppend.
+    pub(crate) fn http1(
+        parts: http::request::Parts,
+        wire: Http1Wire,
+        commands: mpsc::UnboundedSender<ConnCommand>,
+    ) -> Self {
+        Self {
+            method: parts.method,
+            path: parts.uri.path().to_owned(),
+            headers: parts.headers,
+            wire: Wire::Http1(wire),
+            decoder: Decoder::new(Compression::Identity),
+            compression: Compression::Identity,
+            commands,
+        }
+    }
+
+    /// Whether the call arrived over HTTP/1.1 (RunSSE plus BidiAppend) rather than as an
+    /// HTTP/2 stream.
+    pub fn is_http1(&self) -> bool {
+        matches!(self.wire, Wire::Http1(_))
     }
 
     /// The request method.
@@ -93,6 +161,10 @@ impl ServerCall {
 
     /// The next decoded client message; `Ok(None)` once the client half-closed.
     pub async fn recv(&mut self) -> Result<Option<Bytes>, ServerError> {
+        let body = match &mut self.wire {
+            Wire::H2 { body, .. } => body,
+            Wire::Http1(wire) => return wire.inbound.recv().await.transpose(),
+        };
         loop {
             if let Some(frame) = self.decoder.next_frame()? {
                 return match frame {
@@ -101,9 +173,9 @@ impl ServerCall {
                     Frame::End(_) => Err(ServerError::Misuse("client sent an end-of-stream frame")),
                 };
             }
-            match self.body.data().await {
+            match body.data().await {
                 Some(Ok(chunk)) => {
-                    let _ = self.body.flow_control().release_capacity(chunk.len());
+                    let _ = body.flow_control().release_capacity(chunk.len());
                     self.decoder.push_bytes(chunk);
                 }
                 Some(Err(err)) => return Err(ServerError::from_h2(err)),
@@ -129,10 +201,14 @@ impl ServerCall {
 
     /// The whole request body, undecoded (for unary and plain HTTP requests).
     pub async fn read_body(&mut self) -> Result<Bytes, ServerError> {
+        let body = match &mut self.wire {
+            Wire::H2 { body, .. } => body,
+            Wire::Http1(wire) => return Ok(wire.body.clone()),
+        };
         let mut out = BytesMut::new();
-        while let Some(chunk) = self.body.data().await {
+        while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(ServerError::from_h2)?;
-            let _ = self.body.flow_control().release_capacity(chunk.len());
+            let _ = body.flow_control().release_capacity(chunk.len());
             out.extend_from_slice(&chunk);
         }
         Ok(out.freeze())
@@ -140,23 +216,33 @@ impl ServerCall {
 
     /// Sends the 200 response head now (sending does it implicitly).
     pub fn send_headers(&mut self) -> Result<(), ServerError> {
-        if self.send.is_some() {
+        let encoding = self.compression.header_value();
+        let (respond, send) = match &mut self.wire {
+            Wire::H2 { respond, send, .. } => (respond, send),
+            Wire::Http1(wire) => {
+                if !wire.started {
+                    wire.started = true;
+                    let _ = wire.out.send(Http1Out::Head(encoding));
+                }
+                return Ok(());
+            }
+        };
+        if send.is_some() {
             return Ok(());
         }
-        let mut respond = self
-            .respond
+        let mut respond = respond
             .take()
             .ok_or(ServerError::Misuse("response already started"))?;
         let mut head = Response::builder()
             .status(StatusCode::OK)
             .header("content-type", CONTENT_TYPE_STREAM);
-        if let Some(encoding) = self.compression.header_value() {
+        if let Some(encoding) = encoding {
             head = head.header("connect-content-encoding", encoding);
         }
         let head = head
             .body(())
             .map_err(|_| ServerError::Misuse("invalid response head"))?;
-        self.send = Some(
+        *send = Some(
             respond
                 .send_response(head, false)
                 .map_err(ServerError::from_h2)?,
@@ -195,10 +281,12 @@ impl ServerCall {
     /// Sends raw bytes as response body: malformed frames, oversize headers, partial frames.
     pub async fn send_raw(&mut self, bytes: impl Into<Bytes>) -> Result<(), ServerError> {
         self.send_headers()?;
-        let stream = self
-            .send
-            .as_mut()
-            .ok_or(ServerError::Misuse("response already ended"))?;
+        let stream = match &mut self.wire {
+            Wire::H2 { send, .. } => send
+                .as_mut()
+                .ok_or(ServerError::Misuse("response already ended"))?,
+            Wire::Http1(wire) => return wire.push(Http1Out::Data(bytes.into())),
+        };
         crate::client::body::send_all(stream, bytes.into(), false)
             .await
             .map_err(ServerError::from_h2)
@@ -239,10 +327,12 @@ impl ServerCall {
     /// Ends the HTTP/2 stream (END_STREAM) without an end-of-stream frame.
     pub fn end_body(mut self) -> Result<(), ServerError> {
         self.send_headers()?;
-        let stream = self
-            .send
-            .as_mut()
-            .ok_or(ServerError::Misuse("response already ended"))?;
+        let stream = match &mut self.wire {
+            Wire::H2 { send, .. } => send
+                .as_mut()
+                .ok_or(ServerError::Misuse("response already ended"))?,
+            Wire::Http1(wire) => return wire.push(Http1Out::End),
+        };
         stream
             .send_data(Bytes::new(), true)
             .map_err(ServerError::from_h2)
@@ -255,11 +345,24 @@ impl ServerCall {
         content_type: &str,
         body: impl Into<Bytes>,
     ) -> Result<(), ServerError> {
-        let mut respond = self
-            .respond
+        let body = body.into();
+        let respond = match &mut self.wire {
+            Wire::H2 { respond, .. } => respond,
+            Wire::Http1(wire) => {
+                if wire.started {
+                    return Err(ServerError::Misuse("response already started"));
+                }
+                wire.started = true;
+                return wire.push(Http1Out::Whole {
+                    status,
+                    content_type: content_type.to_owned(),
+                    body,
+                });
+            }
+        };
+        let mut respond = respond
             .take()
             .ok_or(ServerError::Misuse("response already started"))?;
-        let body = body.into();
         let head = Response::builder()
             .status(status)
             .header("content-type", content_type)
@@ -294,7 +397,15 @@ impl ServerCall {
     /// Resets the stream with HTTP/2 error code `reason` (for example [`super::REASON_INTERNAL_ERROR`]).
     pub fn reset(mut self, reason: u32) {
         let reason = h2::Reason::from(reason);
-        match (self.send.as_mut(), self.respond.as_mut()) {
+        let (send, respond) = match &mut self.wire {
+            Wire::H2 { send, respond, .. } => (send, respond),
+            // HTTP/1.1 has no stream reset: the connection closes mid-body.
+            Wire::Http1(wire) => {
+                let _ = wire.out.send(Http1Out::Abort);
+                return;
+            }
+        };
+        match (send.as_mut(), respond.as_mut()) {
             (Some(stream), _) => stream.send_reset(reason),
             (None, Some(respond)) => respond.send_reset(reason),
             (None, None) => {}
@@ -304,13 +415,25 @@ impl ServerCall {
     /// Waits until the client resets the stream and returns its HTTP/2 error code (`None` if
     /// the stream ended otherwise).
     pub async fn wait_for_reset(&mut self) -> Option<u32> {
-        if let Some(stream) = self.send.as_mut() {
+        let (send, respond) = match &mut self.wire {
+            Wire::H2 { send, respond, .. } => (send, respond),
+            // A client that gives up closes the RunSSE connection: counted as its CANCEL.
+            Wire::Http1(wire) => {
+                return wire
+                    .gone
+                    .wait_for(|gone| *gone)
+                    .await
+                    .ok()
+                    .map(|_| super::REASON_CANCEL);
+            }
+        };
+        if let Some(stream) = send.as_mut() {
             return poll_fn(|cx| stream.poll_reset(cx))
                 .await
                 .ok()
                 .map(u32::from);
         }
-        if let Some(respond) = self.respond.as_mut() {
+        if let Some(respond) = respond.as_mut() {
             return poll_fn(|cx| respond.poll_reset(cx))
                 .await
                 .ok()
@@ -343,5 +466,14 @@ impl ServerCall {
     /// socket open, as a dead peer behind a load balancer would.
     pub fn stall_connection(&self) {
         let _ = self.commands.send(ConnCommand::Stall);
+    }
+}
+
+impl Http1Wire {
+    fn push(&self, out: Http1Out) -> Result<(), ServerError> {
+        self.out.send(out).map_err(|_| ServerError::Stream {
+            message: "the client closed the RunSSE connection".to_owned(),
+            reason: None,
+        })
     }
 }

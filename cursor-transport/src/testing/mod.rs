@@ -40,7 +40,7 @@ mod server;
 
 pub use call::ServerCall;
 pub use error::ServerError;
-pub use server::{Handler, TestServer, TestServerBuilder};
+pub use server::{H2Refusal, Handler, TestServer, TestServerBuilder};
 
 /// HTTP/2 error code `CANCEL`, which the client sends when a call is dropped or canceled.
 pub const REASON_CANCEL: u32 = 0x8;

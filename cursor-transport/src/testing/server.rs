@@ -17,10 +17,28 @@ use tokio::{
 };
 
 use super::call::{ConnCommand, ServerCall};
+use super::http1::{BidiRegistry, Http1Routes};
 use crate::{headers::CONTENT_TYPE_STREAM, origin::Origin};
 
 /// Answers a non-streaming request (unary Connect or plain HTTP) with a whole response.
 pub type Handler = Arc<dyn Fn(Request<Bytes>) -> Response<Bytes> + Send + Sync>;
+
+/// How a server that speaks the Run only over HTTP/1.1 refuses an HTTP/2 streaming call
+/// (see [`TestServerBuilder::refuse_h2`]; docs/PROTOCOL-AGENT.md §13.8).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum H2Refusal {
+    /// HTTP 421 Misdirected Request.
+    Status421,
+    /// HTTP 464, a load balancer's "incompatible protocol".
+    Status464,
+    /// `RST_STREAM` with `HTTP_1_1_REQUIRED` (0xd).
+    Http11Required,
+    /// `GOAWAY` with `HTTP_1_1_REQUIRED` (0xd): the whole connection. The stream is reset
+    /// with the same code first and the GOAWAY follows 100 ms later, so a client writing
+    /// meanwhile learns the reason rather than only a broken pipe.
+    GoawayHttp11Required,
+}
 
 /// Configures a [`TestServer`].
 #[must_use]
@@ -29,6 +47,7 @@ pub struct TestServerBuilder {
     max_concurrent_streams: Option<u32>,
     handler: Option<Handler>,
     bind: Option<SocketAddr>,
+    refuse_h2: Option<H2Refusal>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -37,6 +56,7 @@ impl std::fmt::Debug for TestServerBuilder {
             .field("max_concurrent_streams", &self.max_concurrent_streams)
             .field("handler", &self.handler.is_some())
             .field("bind", &self.bind)
+            .field("refuse_h2", &self.refuse_h2)
             .finish()
     }
 }
@@ -66,6 +86,14 @@ impl TestServerBuilder {
         self
     }
 
+    /// Refuses every HTTP/2 streaming call this way, as a network that passes only HTTP/1.1
+    /// does, so clients must use the Run's HTTP/1.1 form (RunSSE plus BidiAppend, which this
+    /// server always serves over HTTP/1.1). Unary HTTP/2 requests still reach the handler.
+    pub fn refuse_h2(mut self, refusal: H2Refusal) -> Self {
+        self.refuse_h2 = Some(refusal);
+        self
+    }
+
     /// Binds the chosen address (by default `127.0.0.1:0`) and starts serving.
     pub async fn start(self) -> std::io::Result<TestServer> {
         let addr = self
@@ -75,6 +103,7 @@ impl TestServerBuilder {
         let addr = listener.local_addr()?;
         let (calls_tx, calls) = mpsc::unbounded_channel();
         let stats = Arc::new(Stats::default());
+        let bidi = Arc::new(BidiRegistry::default());
         let accept_stats = Arc::clone(&stats);
         let settings = Arc::new(self);
         let task = tokio::spawn(async move {
@@ -89,6 +118,7 @@ impl TestServerBuilder {
                     Arc::clone(&settings),
                     calls_tx.clone(),
                     Arc::clone(&accept_stats),
+                    Arc::clone(&bidi),
                 ));
             }
         });
@@ -105,6 +135,7 @@ impl TestServerBuilder {
 struct Stats {
     connections: AtomicUsize,
     requests: AtomicUsize,
+    refused_h2: AtomicUsize,
 }
 
 /// A loopback h2c Connect server scripted by the test. Dropping it stops the server and
@@ -152,6 +183,11 @@ impl TestServer {
     pub fn requests(&self) -> usize {
         self.stats.requests.load(Ordering::Acquire)
     }
+
+    /// HTTP/2 streaming calls refused under [`TestServerBuilder::refuse_h2`].
+    pub fn refused_h2(&self) -> usize {
+        self.stats.refused_h2.load(Ordering::Acquire)
+    }
 }
 
 impl Drop for TestServer {
@@ -166,6 +202,7 @@ async fn serve_connection(
     settings: Arc<TestServerBuilder>,
     calls: mpsc::UnboundedSender<ServerCall>,
     stats: Arc<Stats>,
+    bidi: Arc<BidiRegistry>,
 ) {
     let mut builder = h2::server::Builder::new();
     // Tests buffer many small frames on many streams before reading them; h2's flood guard
@@ -176,15 +213,19 @@ async fn serve_connection(
     if let Some(max) = settings.max_concurrent_streams {
         builder.max_concurrent_streams(max);
     }
-    // A client without the HTTP/2 preface speaks HTTP/1.1: unary calls only, to the handler.
-    if let Some(handler) = &settings.handler
-        && super::http1::is_http1(&tcp).await
-    {
+    // A client without the HTTP/2 preface speaks HTTP/1.1: unary calls to the handler, and
+    // the Run as RunSSE plus BidiAppend.
+    if super::http1::is_http1(&tcp).await {
         let counted = Arc::clone(&stats);
         let on_request = move || {
             counted.requests.fetch_add(1, Ordering::AcqRel);
         };
-        return super::http1::serve(tcp, Arc::clone(handler), on_request).await;
+        let routes = Http1Routes {
+            handler: settings.handler.clone(),
+            calls: calls.clone(),
+            bidi,
+        };
+        return super::http1::serve(tcp, routes, on_request).await;
     }
     let Ok(mut conn) = builder.handshake::<_, Bytes>(tcp).await else {
         return;
@@ -196,6 +237,19 @@ async fn serve_connection(
                 let Some(Ok((request, respond))) = request else { return };
                 stats.requests.fetch_add(1, Ordering::AcqRel);
                 let is_stream = crate::client::body::media_type(request.headers()) == CONTENT_TYPE_STREAM;
+                if is_stream && let Some(refusal) = settings.refuse_h2 {
+                    stats.refused_h2.fetch_add(1, Ordering::AcqRel);
+                    refuse(refusal, respond);
+                    if refusal == H2Refusal::GoawayHttp11Required {
+                        // Shortly after, so the reset is read before the socket closes.
+                        let commands = commands.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                            let _ = commands.send(ConnCommand::GoAwayHttp11Required);
+                        });
+                    }
+                    continue;
+                }
                 match (&settings.handler, is_stream) {
                     (Some(handler), false) => {
                         tokio::spawn(answer_with_handler(Arc::clone(handler), request, respond));
@@ -211,6 +265,7 @@ async fn serve_connection(
                     let _ = done.send(());
                 }
                 Some(ConnCommand::GoAwayWithError) => conn.abrupt_shutdown(h2::Reason::INTERNAL_ERROR),
+                Some(ConnCommand::GoAwayHttp11Required) => conn.abrupt_shutdown(h2::Reason::HTTP_1_1_REQUIRED),
                 // Dropping the connection closes the socket under every stream on it.
                 Some(ConnCommand::Sever) | None => return,
                 Some(ConnCommand::Stall) => {
@@ -224,6 +279,20 @@ async fn serve_connection(
                 }
             }
         }
+    }
+}
+
+fn refuse(refusal: H2Refusal, mut respond: h2::server::SendResponse<Bytes>) {
+    let status = match refusal {
+        H2Refusal::Status421 => 421,
+        H2Refusal::Status464 => 464,
+        H2Refusal::Http11Required | H2Refusal::GoawayHttp11Required => {
+            respond.send_reset(h2::Reason::HTTP_1_1_REQUIRED);
+            return;
+        }
+    };
+    if let Ok(head) = Response::builder().status(status).body(()) {
+        let _ = respond.send_response(head, true);
     }
 }
 

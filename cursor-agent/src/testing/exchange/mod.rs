@@ -61,7 +61,11 @@ impl Stop {
 
 /// Serves one call and records it.
 pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
-    if call.path() != cursor_transport::client::AGENT_RUN_PATH {
+    // RunSSE is the same Run over HTTP/1.1; its client messages come from BidiAppend.
+    let path = call.path();
+    if path != cursor_transport::client::AGENT_RUN_PATH
+        && path != cursor_transport::client::AGENT_RUN_SSE_PATH
+    {
         let error = ConnectError::new(Code::Unimplemented, "the replica serves only Run");
         let _ = call.finish_error(error).await;
         return;
@@ -72,6 +76,7 @@ pub(super) async fn serve(replica: Replica, mut call: ServerCall) {
     let record = RunRecord {
         allowed_tools: header(ALLOWED_TOOLS_HEADER),
         client_version: header("x-cursor-client-version").unwrap_or_default(),
+        http1: call.is_http1(),
         ..RunRecord::default()
     };
     let mut exchange = Exchange {
