@@ -40,11 +40,11 @@
 //! use std::time::{Duration, Instant};
 //!
 //! use cursor_agent::{AgentEvent, AgentRun, HostProfile, IdSeed, RunConfig};
-//! use cursor_proto::agent::v1::{
+//! use cursor_agent::wire::{
 //!     AgentClientMessage, AgentServerMessage, InteractionUpdate, TextDeltaUpdate, TurnEndedUpdate,
 //!     agent_client_message, agent_server_message, interaction_update,
 //! };
-//! use cursor_proto::ir::{Conversation, Event, Message, StopReason};
+//! use cursor_agent::ir::{Conversation, Event, Message, StopReason};
 //! use prost::Message as _;
 //!
 //! fn update(message: interaction_update::Message) -> Vec<u8> {

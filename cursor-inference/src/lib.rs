@@ -17,13 +17,13 @@
 //! use std::time::Instant;
 //!
 //! use cursor_inference::{InferenceConfig, InferenceRun};
-//! use cursor_proto::aiserver::v1::{
+//! use cursor_inference::wire::{
 //!     InferenceStreamResponse, InferenceTextStreamPart, RunInferenceInvocationEnd,
 //!     RunInferenceInvocationResponse, RunInferenceRunReady, RunInferenceServerMessage,
 //!     inference_stream_response::Response, run_inference_client_message::Message as Client,
 //!     run_inference_server_message::Message as Server,
 //! };
-//! use cursor_proto::ir::{Conversation, Event, Message, StopReason};
+//! use cursor_inference::ir::{Conversation, Event, Message, StopReason};
 //!
 //! let conversation = Conversation::new("Be brief.").with_message(Message::user_text("ping"));
 //! let config = InferenceConfig::with_ids("composer-2.5", "conv-1", "inv-1");
@@ -85,5 +85,10 @@ pub use config::{
     FIRST_TOKEN_TIMEOUT, IDLE_TIMEOUT, InferenceConfig, InferenceTimers, MAX_TIMEOUT,
     RUN_READY_TIMEOUT, fresh_id,
 };
+/// The `aiserver.v1` wire types this crate speaks (cursor-proto's), so callers need no import
+/// of cursor-proto.
+pub use cursor_proto::aiserver::v1 as wire;
+/// The host-neutral conversation model (cursor-proto's).
+pub use cursor_proto::ir;
 pub use error::{InferenceError, StreamRefusal};
 pub use run::InferenceRun;

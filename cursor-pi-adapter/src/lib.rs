@@ -15,6 +15,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod compat;
+/// The host-neutral conversation model (cursor-proto's) that the pi shapes map to and from.
+pub use cursor_proto::ir;
 #[cfg(feature = "node")]
 #[cfg_attr(docsrs, doc(cfg(feature = "node")))]
 pub mod node;

@@ -25,9 +25,9 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cursor_agent::testing::Replica;
-//! use cursor_agent::{AgentEvent, RunConfig, driver};
-//! use cursor_proto::ir::{Conversation, Event, Message};
-//! use cursor_transport::{Client, RequestHeaders};
+//! use cursor_agent::driver::{self, Client, RequestHeaders};
+//! use cursor_agent::ir::{Conversation, Event, Message};
+//! use cursor_agent::{AgentEvent, RunConfig};
 //! use futures::StreamExt as _;
 //!
 //! let replica = Replica::start().await?;
@@ -57,7 +57,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cursor_proto::ir::Conversation;
-use cursor_transport::{Client, Origin, RequestHeaders};
+// Re-exported: what `open` takes, so a host needs no import of cursor-transport.
+pub use cursor_transport::{Client, Origin, RequestHeaders};
 use tokio::sync::mpsc;
 
 use crate::{AgentError, AgentRun, RunConfig};

@@ -138,7 +138,7 @@ impl Plan {
 ///
 /// ```
 /// use cursor_agent::{RunConfig, RunLabel, ResumePlanner};
-/// use cursor_proto::ir::{Conversation, Message};
+/// use cursor_agent::ir::{Conversation, Message};
 ///
 /// let conversation = Conversation::new("").with_message(Message::user_text("hi"));
 /// let mut session = ResumePlanner::new(RunConfig::new("composer-2.5", "file:///work", cursor_agent::IdSeed::fixed([1; 16])));

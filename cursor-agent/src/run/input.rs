@@ -107,7 +107,7 @@ impl AgentRun {
     ///
     /// ```
     /// # use cursor_agent::{AgentRun, RunConfig, IdSeed};
-    /// # use cursor_proto::ir::{Conversation, Message};
+    /// # use cursor_agent::ir::{Conversation, Message};
     /// use cursor_transport::envelope::{Compression, Encoder};
     /// # let now = std::time::Instant::now();
     /// # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1; 16]));

@@ -31,11 +31,10 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //!
-//! use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
+//! use cursor_agent::session::{AgentSession, Client, ModelChoice, StaticToken};
 //! use cursor_agent::testing::Replica;
 //! use cursor_agent::{AgentEvent, HostProfile};
-//! use cursor_proto::ir::{Conversation, Event, Message};
-//! use cursor_transport::Client;
+//! use cursor_agent::ir::{Conversation, Event, Message};
 //! use futures::StreamExt as _;
 //!
 //! let replica = Replica::start().await?;

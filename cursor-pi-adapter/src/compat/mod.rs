@@ -20,7 +20,7 @@
 //!
 //! ```
 //! use cursor_pi_adapter::compat::{EventMapper, ModelInfo, conversation_from_json};
-//! use cursor_proto::ir::{Event, Message, StopReason};
+//! use cursor_pi_adapter::ir::{Event, Message, StopReason};
 //!
 //! // What pi ≥ 0.86 passes as `context`: the prompt and tools ride in a system message.
 //! let context = r#"{"messages": [

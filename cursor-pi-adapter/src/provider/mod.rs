@@ -24,7 +24,7 @@
 //! use std::sync::Arc;
 //!
 //! use cursor_pi_adapter::provider::{AbortSignal, Channel, ChannelKind, Provider, UnavailableChannel};
-//! use cursor_proto::ir::{ErrorInfo, ErrorKind, NextStep};
+//! use cursor_pi_adapter::ir::{ErrorInfo, ErrorKind, NextStep};
 //!
 //! // An inference channel that cannot answer on this host, and an agent channel that must
 //! // never be asked: the choice is explicit, with no fallback.
