@@ -25,6 +25,9 @@
 #     (`-c`, the same pi session) recalls it, and the replica saw the second Run as a resume of
 #     the same remote conversation without the history replayed; that replica keeps every
 #     response open after `turn_ended` and sends heartbeats, as Cursor may;
+#   - pi 1.6.0 only: a host tool called as `<provider>-bash` (the replica's --tool-naming dash),
+#     an expired checkpoint (--checkpoint-ttl 1) that rebuilds once, and an interaction query of
+#     an unknown kind that fails the turn with the drift wording;
 #   - pi 1.6.0 only: a context overflow (the replica's script `exhausted context-overflow`, a bare
 #     zero-token `resource_exhausted`) on the second turn of a kept session makes pi compact and
 #     send the turn again, which answers (docs/PROTOCOL-AGENT.md §13.2);
@@ -104,6 +107,10 @@ holding=$origin
 # Its own replica for the context overflow, so the scripted refusal meets only that check.
 start_replica overflowing
 overflowing=$origin
+# Live-server rules (PROTOCOL-AGENT §13): host tools called as `<provider>-<tool>`, checkpoints
+# that expire after a second, and the scripted interaction queries.
+start_replica ruled --tool-naming dash --checkpoint-ttl 1
+ruled=$origin
 
 mkdir -p "$work/home/.pi/agent"
 auth="$work/home/.pi/agent/auth.json"
@@ -320,6 +327,53 @@ for version in 0.99.1 1.0.3 1.6.0; do
       problem "no refusal followed by a compaction and the turn: $(cat "$work/overflowing.jsonl")"
     tail -n 1 "$work/overflowing.jsonl" | grep -q '"userText":"ping".*"answer":"pong"' ||
       problem "the last Run did not answer ping: $(tail -n 1 "$work/overflowing.jsonl")"
+    end
+  fi
+
+  if [ "$version" = 1.6.0 ]; then
+    # pi_ruled <args...>: pi with a kept session against the replica playing the live rules.
+    pi_ruled() {
+      (cd "$work" && HOME="$work/home" PI_SKIP_VERSION_CHECK=1 CURSOR_PROVIDER_AGENT_ORIGIN=$ruled \
+        CURSOR_PROVIDER_API_ORIGIN=$ruled node "$entry" --offline --session-dir "$work/sessions" \
+        -e "$ext" --model "$model" "$@" </dev/null)
+    }
+    begin "$version a host tool called as <provider>-bash reaches pi's bash"
+    rm -rf "$work/sessions"
+    out=$(pi_ruled -p "tool: bash {\"command\":\"echo dash-$version\"}" 2>&1) || problem "exited $?"
+    case "$out" in
+      *"The tool bash answered"*"dash-$version"*) ;;
+      *) problem "printed: $out" ;;
+    esac
+    grep -q '"name":"[^"]*-bash"' "$work/ruled.jsonl" || grep -q -- '-bash' "$work/ruled.jsonl" ||
+      problem "the replica did not call the dash form: $(tail -n 1 "$work/ruled.jsonl")"
+    end
+
+    begin "$version an expired checkpoint rebuilds once and the turn answers"
+    rm -rf "$work/sessions"
+    pi_ruled -p "remember the heron TTL-$version" >/dev/null 2>&1 || problem "remember exited $?"
+    sleep 1.5
+    before=$(runs_logged "$work/ruled.jsonl")
+    out=$(pi_ruled -c -p "what did I ask you to remember?" 2>&1) || problem "recall exited $?"
+    case "$out" in
+      *"TTL-$version"*) ;;
+      *) problem "recall printed: $out" ;;
+    esac
+    recent=$(sed -n "$((before + 1)),\$p" "$work/ruled.jsonl")
+    case "$recent" in
+      *'"label":"agent-resume"'*'state-lost'*'"label":"agent-rebuild"'*) ;;
+      *) problem "not one lost resume then one rebuild: $recent" ;;
+    esac
+    [ "$(printf '%s\n' "$recent" | grep -c .)" -eq 2 ] || problem "more than two Runs: $recent"
+    end
+
+    begin "$version an interaction query of an unknown kind fails the turn, classified"
+    script_replica "$ruled" "interaction-query 99" || problem "the replica took no script"
+    rm -rf "$work/sessions"
+    out=$(pi_ruled -p ping 2>&1) && problem "pi answered: $out"
+    case "$out" in
+      *"update the cursor crates"*) ;;
+      *) problem "printed: $out" ;;
+    esac
     end
   fi
 
