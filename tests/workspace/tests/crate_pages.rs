@@ -127,6 +127,6 @@ fn every_published_crate_is_documented_as_docs_rs_builds_it() {
 
 #[test]
 fn relative_link_check_catches_relative_and_reference_links() {
-    let md = "See [a](../README.md), [b](https://x.y/), [c](#top).\n[d]: docs/X.md\n";
+    let md = "See [a](../README.md), [b](https://example.org/), [c](#top).\n[d]: docs/X.md\n";
     assert_eq!(relative_links(md), ["../README.md", "docs/X.md"]);
 }
