@@ -2,6 +2,8 @@
 //! §12), replayed by the replica and answered through `AgentSession`'s public API: arm 36 before
 //! a Grok model's tool use, the allowed-tools header, native execs that arrive despite it.
 
+mod host;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,9 +19,10 @@ use cursor_proto::ir::{
 };
 use cursor_transport::Client;
 use cursor_transport::headers::DEFAULT_CLI_VERSION;
+use host::{ended_normally, error_of, text};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(20);
+use host::WAIT;
 
 fn tools() -> Vec<Tool> {
     vec![
@@ -66,62 +69,13 @@ fn host_answer(call: &ToolCall) -> ToolResult {
     ToolResult::text(call.id.clone(), call.name.clone(), text, false)
 }
 
-/// Runs a whole turn as a host does: every leg that ends with `ToolUse` is answered by
-/// `host_answer` and the transcript grows with the calls and results. Returns every event.
+/// A whole turn as a host runs it, tool legs answered by `host_answer`.
 async fn whole_turn(
     session: &AgentSession,
-    mut conversation: Conversation,
+    conversation: Conversation,
     model: &str,
 ) -> Vec<AgentEvent> {
-    let model = ModelChoice::new(model);
-    let mut all = Vec::new();
-    for _ in 0..32 {
-        let mut turn = session.turn(&conversation, &model);
-        let mut calls = Vec::new();
-        let mut done = None;
-        while let Some(event) = tokio::time::timeout(WAIT, turn.next())
-            .await
-            .expect("the turn does not stall")
-        {
-            match &event {
-                AgentEvent::Ir(Event::ToolCall(call)) => calls.push(call.clone()),
-                AgentEvent::Ir(Event::Done { reason }) => done = Some(*reason),
-                _ => {}
-            }
-            all.push(event);
-        }
-        if done != Some(StopReason::ToolUse) {
-            return all;
-        }
-        let results: Vec<Message> = calls
-            .iter()
-            .map(|call| Message::ToolResult(host_answer(call)))
-            .collect();
-        conversation = conversation.with_message(Message::assistant_tool_calls(calls));
-        for result in results {
-            conversation = conversation.with_message(result);
-        }
-    }
-    panic!("more than 32 legs")
-}
-
-fn text(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            AgentEvent::Ir(Event::TextDelta { text }) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ended_normally(events: &[AgentEvent]) -> bool {
-    matches!(
-        events.last(),
-        Some(AgentEvent::Ir(Event::Done {
-            reason: StopReason::Stop
-        }))
-    )
+    host::whole_turn(session, conversation, &ModelChoice::new(model), host_answer).await
 }
 
 fn only_run(replica: &Replica) -> RunRecord {
@@ -243,13 +197,6 @@ async fn every_native_exec_is_answered_when_the_backend_ignores_the_allowed_tool
     let mini = &run.execs[4];
     assert!(mini.result.contains("MiniSweAgentBashResult"), "{mini:?}");
     assert!(mini.result.contains("ran "), "{mini:?}");
-}
-
-fn error_of(events: &[AgentEvent]) -> cursor_proto::ir::ErrorInfo {
-    match events.last() {
-        Some(AgentEvent::Ir(Event::Error(info))) => info.clone(),
-        other => panic!("the turn did not fail: {other:?}"),
-    }
 }
 
 /// docs/PROTOCOL-AGENT.md §12.5: rate limits and used-up quotas arrive as HTTP 200 and an

@@ -2,6 +2,8 @@
 //! the replica refuses HTTP/2 Runs and serves them as RunSSE plus BidiAppend, and the client
 //! moves there; an HTTP/2 open that merely times out never starts a second Run.
 
+mod host;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,14 +11,11 @@ use cursor_agent::AgentEvent;
 use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
 use cursor_agent::testing::{Replica, ReplicaServer};
 use cursor_agent::{HandleStore, HostProfile, Timers};
-use cursor_proto::ir::{
-    Conversation, ErrorKind, Event, Message, StopReason, Tool, ToolCall, ToolResult,
-};
+use cursor_proto::ir::{Conversation, ErrorKind, Event, Message, Tool, ToolCall, ToolResult};
 use cursor_transport::testing::{H2Refusal, TestServer};
 use cursor_transport::{Client, Origin};
+use host::{ended_normally, text};
 use serde_json::json;
-
-const WAIT: Duration = Duration::from_secs(20);
 
 fn tools() -> Vec<Tool> {
     vec![Tool::new(
@@ -56,56 +55,14 @@ fn host_answer(call: &ToolCall) -> ToolResult {
 }
 
 /// A whole turn as a host runs it, tool legs answered by `host_answer`.
-async fn whole_turn(session: &AgentSession, mut conversation: Conversation) -> Vec<AgentEvent> {
-    let model = ModelChoice::new("composer-2.5");
-    let mut all = Vec::new();
-    for _ in 0..8 {
-        let mut turn = session.turn(&conversation, &model);
-        let mut calls = Vec::new();
-        let mut done = None;
-        while let Some(event) = tokio::time::timeout(WAIT, turn.next())
-            .await
-            .expect("the turn does not stall")
-        {
-            match &event {
-                AgentEvent::Ir(Event::ToolCall(call)) => calls.push(call.clone()),
-                AgentEvent::Ir(Event::Done { reason }) => done = Some(*reason),
-                _ => {}
-            }
-            all.push(event);
-        }
-        if done != Some(StopReason::ToolUse) {
-            return all;
-        }
-        let results: Vec<Message> = calls
-            .iter()
-            .map(|call| Message::ToolResult(host_answer(call)))
-            .collect();
-        conversation = conversation.with_message(Message::assistant_tool_calls(calls));
-        for result in results {
-            conversation = conversation.with_message(result);
-        }
-    }
-    panic!("more than 8 legs")
-}
-
-fn text(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            AgentEvent::Ir(Event::TextDelta { text }) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ended_normally(events: &[AgentEvent]) -> bool {
-    matches!(
-        events.last(),
-        Some(AgentEvent::Ir(Event::Done {
-            reason: StopReason::Stop
-        }))
+async fn whole_turn(session: &AgentSession, conversation: Conversation) -> Vec<AgentEvent> {
+    host::whole_turn(
+        session,
+        conversation,
+        &ModelChoice::new("composer-2.5"),
+        host_answer,
     )
+    .await
 }
 
 /// A tool turn and then a turn that resumes it, both over RunSSE plus BidiAppend.

@@ -2,6 +2,8 @@
 //! and answered through `AgentSession`'s public API: the three names a host tool comes back
 //! under, the four meanings of `resource_exhausted`, and server state that is gone.
 
+mod host;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,13 +14,13 @@ use cursor_agent::testing::{
 };
 use cursor_agent::{ExecOutcome, HandleStore, HostProfile, Timers};
 use cursor_proto::ir::{
-    Conversation, ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason, Tool, ToolCall,
-    ToolResult,
+    Conversation, ErrorKind, Event, Message, NextStep, Tool, ToolCall, ToolResult,
 };
 use cursor_transport::Client;
+use host::{ended_normally, error_of, host_calls, text};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(20);
+use host::WAIT;
 
 fn tools() -> Vec<Tool> {
     vec![
@@ -71,78 +73,13 @@ fn host_answer(call: &ToolCall) -> ToolResult {
     ToolResult::text(call.id.clone(), call.name.clone(), text, false)
 }
 
-/// A whole turn as a host runs it: legs ending with `ToolUse` are answered by `host_answer`.
+/// A whole turn as a host runs it, tool legs answered by `host_answer`.
 async fn whole_turn(
     session: &AgentSession,
-    mut conversation: Conversation,
+    conversation: Conversation,
     model: &str,
 ) -> Vec<AgentEvent> {
-    let model = ModelChoice::new(model);
-    let mut all = Vec::new();
-    for _ in 0..16 {
-        let mut turn = session.turn(&conversation, &model);
-        let mut calls = Vec::new();
-        let mut done = None;
-        while let Some(event) = tokio::time::timeout(WAIT, turn.next())
-            .await
-            .expect("the turn does not stall")
-        {
-            match &event {
-                AgentEvent::Ir(Event::ToolCall(call)) => calls.push(call.clone()),
-                AgentEvent::Ir(Event::Done { reason }) => done = Some(*reason),
-                _ => {}
-            }
-            all.push(event);
-        }
-        if done != Some(StopReason::ToolUse) {
-            return all;
-        }
-        let results: Vec<Message> = calls
-            .iter()
-            .map(|call| Message::ToolResult(host_answer(call)))
-            .collect();
-        conversation = conversation.with_message(Message::assistant_tool_calls(calls));
-        for result in results {
-            conversation = conversation.with_message(result);
-        }
-    }
-    panic!("more than 16 legs")
-}
-
-fn text(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            AgentEvent::Ir(Event::TextDelta { text }) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ended_normally(events: &[AgentEvent]) -> bool {
-    matches!(
-        events.last(),
-        Some(AgentEvent::Ir(Event::Done {
-            reason: StopReason::Stop
-        }))
-    )
-}
-
-fn error_of(events: &[AgentEvent]) -> ErrorInfo {
-    match events.last() {
-        Some(AgentEvent::Ir(Event::Error(info))) => info.clone(),
-        other => panic!("the turn did not fail: {other:?}"),
-    }
-}
-
-fn host_calls(events: &[AgentEvent]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            AgentEvent::Ir(Event::ToolCall(call)) => Some(call.name.clone()),
-            _ => None,
-        })
-        .collect()
+    host::whole_turn(session, conversation, &ModelChoice::new(model), host_answer).await
 }
 
 fn only_run(replica: &Replica) -> RunRecord {

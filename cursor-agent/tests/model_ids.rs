@@ -3,21 +3,21 @@
 //! the catalog's form goes first, the other form once on `not_found` before the host saw
 //! anything, and a second `not_found` asks the host to pick a model its catalog lists.
 
+mod host;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cursor_agent::AgentEvent;
 use cursor_agent::HostProfile;
 use cursor_agent::session::{AgentSession, ModelChoice, StaticToken};
 use cursor_agent::testing::{ModelIdForm, Replica, ReplicaServer, RunRecord, Script};
 use cursor_proto::ir::{
-    Conversation, ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason, Tool, ToolCall,
-    ToolResult,
+    Conversation, ErrorKind, Event, Message, NextStep, Tool, ToolCall, ToolResult,
 };
 use cursor_transport::Client;
+use host::{ended_normally, error_of, text};
 use serde_json::json;
-
-const WAIT: Duration = Duration::from_secs(20);
 
 fn session(replica: &ReplicaServer) -> AgentSession {
     AgentSession::builder(
@@ -47,60 +47,10 @@ fn host_answer(call: &ToolCall) -> ToolResult {
 /// A whole turn as a host runs it, tool legs answered by `host_answer`.
 async fn whole_turn(
     session: &AgentSession,
-    mut conversation: Conversation,
+    conversation: Conversation,
     model: &ModelChoice,
 ) -> Vec<AgentEvent> {
-    let mut all = Vec::new();
-    for _ in 0..8 {
-        let mut turn = session.turn(&conversation, model);
-        let mut calls = Vec::new();
-        let mut done = None;
-        while let Some(event) = tokio::time::timeout(WAIT, turn.next())
-            .await
-            .expect("the turn does not stall")
-        {
-            match &event {
-                AgentEvent::Ir(Event::ToolCall(call)) => calls.push(call.clone()),
-                AgentEvent::Ir(Event::Done { reason }) => done = Some(*reason),
-                _ => {}
-            }
-            all.push(event);
-        }
-        if done != Some(StopReason::ToolUse) {
-            return all;
-        }
-        conversation = conversation.with_message(Message::assistant_tool_calls(calls.clone()));
-        for call in &calls {
-            conversation = conversation.with_message(Message::ToolResult(host_answer(call)));
-        }
-    }
-    panic!("more than 8 legs")
-}
-
-fn text(events: &[AgentEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            AgentEvent::Ir(Event::TextDelta { text }) => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ended_normally(events: &[AgentEvent]) -> bool {
-    matches!(
-        events.last(),
-        Some(AgentEvent::Ir(Event::Done {
-            reason: StopReason::Stop
-        }))
-    )
-}
-
-fn error_of(events: &[AgentEvent]) -> ErrorInfo {
-    match events.last() {
-        Some(AgentEvent::Ir(Event::Error(info))) => info.clone(),
-        other => panic!("the turn did not fail: {other:?}"),
-    }
+    host::whole_turn(session, conversation, model, host_answer).await
 }
 
 fn models(runs: &[RunRecord]) -> Vec<(&str, &str)> {
