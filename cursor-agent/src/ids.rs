@@ -16,15 +16,22 @@ impl IdSource {
 
     /// The next UUID, lower-case and hyphenated.
     pub(crate) fn next_uuid(&mut self) -> String {
-        let mut hasher = Sha256::new();
-        hasher.update(self.seed);
-        hasher.update(self.counter.to_le_bytes());
+        let counter = self.counter.to_le_bytes();
         self.counter = self.counter.wrapping_add(1);
-        let digest = hasher.finalize();
-        let mut bytes = [0u8; 16];
-        bytes.copy_from_slice(&digest[..16]);
-        cursor_proto::uuid::v4_from_bytes(bytes)
+        hashed_uuid(&[&self.seed, &counter])
     }
+}
+
+/// A v4-shaped UUID from the SHA-256 of `parts`, in order: the same parts, the same id.
+pub(crate) fn hashed_uuid(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    cursor_proto::uuid::v4_from_bytes(bytes)
 }
 
 #[cfg(test)]

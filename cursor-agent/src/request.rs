@@ -237,16 +237,7 @@ fn live_images(
 /// The id of an image: a UUID from the SHA-256 of its type and bytes, so the same image has the
 /// same id in every turn and every process.
 pub(crate) fn image_id(mime: &str, data: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    hasher.update(b"cursor-agent image\0");
-    hasher.update(mime.as_bytes());
-    hasher.update([0]);
-    hasher.update(data);
-    let digest = hasher.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    cursor_proto::uuid::v4_from_bytes(bytes)
+    crate::ids::hashed_uuid(&[b"cursor-agent image\0", mime.as_bytes(), &[0], data])
 }
 
 #[cfg(test)]
