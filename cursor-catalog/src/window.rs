@@ -5,7 +5,8 @@
 //! change for Grok, Composer, GPT-5.6 Luna and Terra (the public reports are in PROTOCOL-AGENT
 //! §13.7).
 
-/// The window Max Mode gives the families of [`max_mode_reaches_1m`].
+/// The window Max Mode gives the families that reach it (Gemini, Sonnet 5, Opus 5, Fable 5,
+/// GPT-5.6 Sol and Kimi K3; see `ModelRow::max_mode_context_window`).
 pub const MAX_MODE_CONTEXT_WINDOW: u64 = 1_000_000;
 
 /// Each entry lists the id tokens (split on `-`) a row id must all contain.

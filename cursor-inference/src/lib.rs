@@ -1,8 +1,8 @@
 //! # cursor-inference (layer L4a)
 //!
 //! The `aiserver.v1.InferenceService/RunInference` session: request assembly from the
-//! host-neutral [`ir`](cursor_proto::ir) and mapping of the server's stream back to
-//! [`ir::Event`](cursor_proto::ir::Event)s. It has no exec branch: a tool call is handed to
+//! host-neutral [`ir`] and mapping of the server's stream back to
+//! [`ir::Event`]s. It has no exec branch: a tool call is handed to
 //! the host and ends the turn; the result comes back as a TOOL message in the next turn.
 //!
 //! - [`InferenceRun`] is the sans-IO state machine of one turn: it yields the frames to send
