@@ -80,7 +80,7 @@ impl<C: HttpClient, K: Clock> AuthedClient<C, K> {
     /// # Cancel safety
     ///
     /// Cancel-safe for the stored credentials: they are replaced only once a refresh completed.
-    /// A refresh dropped after Cursor answered is lost like [`refresh`](crate::refresh)'s.
+    /// A refresh dropped after Cursor answered is lost like [`refresh`](crate::refresh())'s.
     pub async fn access_token(&self) -> Result<AccessToken, AuthError> {
         let current = self.credentials();
         if !current.is_expired(self.clock.unix_time_ms()) {

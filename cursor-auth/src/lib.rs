@@ -10,7 +10,7 @@
 //!
 //! The protocol lives in two state machines that never touch a socket or a clock:
 //! [`LoginFlow`] and the [`refresh_request`] / [`handle_refresh_response`] pair. The async
-//! drivers [`login`] and [`refresh`] run them over any [`HttpClient`] with any [`Clock`], and
+//! drivers [`login()`] and [`refresh()`] run them over any [`HttpClient`] with any [`Clock`], and
 //! [`AuthedClient`] refreshes expired tokens and replays a request once after a 401. This
 //! crate stores nothing: persisting credentials is the host's job.
 //!

@@ -92,7 +92,7 @@ pub struct AgentRun {
     /// When translated execs parked on the host are next kept alive (`ExecClientHeartbeat`).
     exec_heartbeat_at: Option<Instant>,
     /// A resumed run's `conversation_state` as raw bytes (the overlaid checkpoint), spliced
-    /// into the run request by [`poll_transmit_bytes`](Self::poll_transmit_bytes).
+    /// into the run request by [`poll_transmit`](Self::poll_transmit).
     raw_state: Option<Vec<u8>>,
     /// Why the run failed, typed, so callers can tell a stale resume from other failures.
     failure: Option<AgentError>,

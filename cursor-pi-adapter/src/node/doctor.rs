@@ -11,7 +11,7 @@ use super::task::{JsCallback, StreamHandle, catch_panic, outcome_json, send};
 use crate::provider::{DoctorInput, HeadlessTokens, abort_pair, diagnose, doctor_text};
 
 /// Runs the diagnosis; `on_done` receives `{ok: {report, text, level}}`: the report (see
-/// [`diagnose`](crate::provider::diagnose)), the lines `/cursor-doctor` shows and pi's
+/// [`diagnose`]), the lines `/cursor-doctor` shows and pi's
 /// notification type for them ([`doctor_text`]). With `probe_network`, one request goes to
 /// Cursor's API origin. Without `persisted_catalog`, the catalog checked is the one turns use.
 #[napi]

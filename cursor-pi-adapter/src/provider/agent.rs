@@ -5,7 +5,7 @@
 //! handles). This module only maps pi onto it: one session per pi `sessionId`, pi's profile,
 //! the slug the catalog publishes for pi's model and thinking level, and pi's credentials
 //! (the access token pi resolved, plus the stored refresh token) as the session's
-//! [`TokenSource`].
+//! [`TokenSource`](cursor_agent::session::TokenSource).
 
 use std::collections::HashMap;
 use std::fmt;
