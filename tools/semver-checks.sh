@@ -4,7 +4,7 @@
 #
 #   tools/semver-checks.sh                    # each crate against its last release tag
 #   SEMVER_BASELINE_REV=main tools/semver-checks.sh   # every crate against one revision
-#   SEMVER_INSTALL=1 tools/semver-checks.sh   # installs cargo-semver-checks first (minutes)
+#   SEMVER_INSTALL=1 tools/semver-checks.sh   # installs cargo-semver-checks first when missing
 #
 # A crate's baseline is its newest tag `<crate>-v*` (release-plz.toml), else the workspace's
 # `v<version>` tag (the releases before independent versions), else a git revision: the
@@ -14,11 +14,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# CI installs the pinned version into target/tools when no cargo-semver-checks is on PATH (about
+# 6 minutes of compiling on 2 cores, once per target dir).
+semver_version=0.51.0
+tools=${CARGO_TARGET_DIR:-$PWD/target}/tools/cargo
+export PATH="$tools/bin:$PATH"
 if ! command -v cargo-semver-checks >/dev/null 2>&1; then
   if [ -n "${SEMVER_INSTALL:-}" ]; then
-    cargo install --locked cargo-semver-checks
+    started=$(date +%s)
+    cargo install --quiet --locked --root "$tools" "cargo-semver-checks@$semver_version"
+    echo "semver-checks.sh: installed cargo-semver-checks $semver_version in $(($(date +%s) - started)) s"
   else
-    echo "semver-checks.sh: cargo-semver-checks is not installed (cargo install --locked cargo-semver-checks, or SEMVER_INSTALL=1)" >&2
+    echo "semver-checks.sh: cargo-semver-checks is not installed (SEMVER_INSTALL=1 installs $semver_version into $tools)" >&2
     exit 1
   fi
 fi
