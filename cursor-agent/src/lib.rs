@@ -45,7 +45,7 @@
 //!     agent_client_message, agent_server_message, interaction_update,
 //! };
 //! use cursor_agent::ir::{Conversation, Event, Message, StopReason};
-//! use prost::Message as _;
+//! use cursor_agent::prost::Message as _;
 //!
 //! fn update(message: interaction_update::Message) -> Vec<u8> {
 //!     AgentServerMessage {
@@ -162,6 +162,8 @@ pub use cursor_proto::agent::v1 as wire;
 /// this crate.
 pub use cursor_proto::ir;
 pub use cursor_transport::envelope::Compression;
+/// The protobuf runtime of [`wire`]: `prost::Message` encodes and decodes its messages.
+pub use prost;
 /// JSON values, for tool schemas and arguments ([`ir::Tool::new`]).
 pub use serde_json::{self, Value, json};
 

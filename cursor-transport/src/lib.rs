@@ -24,9 +24,8 @@
 //! # #[cfg(feature = "testing")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use cursor_proto::ir::Classify as _;
 //! use cursor_transport::{
-//!     AccessToken, CallKind, CliIdentity, Client, RequestHeaders, RequestId,
+//!     AccessToken, Classify as _, CallKind, CliIdentity, Client, RequestHeaders, RequestId,
 //!     envelope::{Code, ConnectError},
 //!     testing::TestServer,
 //! };
@@ -89,6 +88,9 @@ pub mod testing;
 pub use auth::TokioClock;
 #[cfg(feature = "client")]
 pub use client::{BidiCall, Client, ClientConfig};
+/// How every error of the family is classified ([`CursorError`] implements it), so a caller
+/// reads `kind()` and `next_step()` with this crate alone.
+pub use cursor_proto::ir::{Classify, ErrorKind, NextStep};
 pub use error::{CursorError, Refusal};
 pub use headers::{AccessToken, CallKind, CliIdentity, IdeIdentity, RequestHeaders, RequestId};
 pub use origin::Origin;

@@ -108,13 +108,13 @@ impl AgentRun {
     /// ```
     /// # use cursor_agent::{AgentRun, RunConfig, IdSeed};
     /// # use cursor_agent::ir::{Conversation, Message};
-    /// use cursor_transport::envelope::{Compression, Encoder};
     /// # let now = std::time::Instant::now();
     /// # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1; 16]));
     /// # let conversation = Conversation::new("c").with_message(Message::user_text("hi"));
     /// let mut run = AgentRun::new(config, &conversation, now)?;
-    /// // interaction_update.text_delta "hi", enveloped, arriving in two pieces.
-    /// let wire = Encoder::new(Compression::Identity).encode_to_bytes(&[0x0a, 6, 0x0a, 4, 0x0a, 2, b'h', b'i'])?;
+    /// // interaction_update.text_delta "hi" in a Connect envelope (flags 0, a big-endian
+    /// // length, the message), arriving in two pieces.
+    /// let wire = cursor_agent::Bytes::from_static(&[0, 0, 0, 0, 8, 0x0a, 6, 0x0a, 4, 0x0a, 2, b'h', b'i']);
     /// run.handle_server_data(wire.slice(..3), now);
     /// run.handle_server_data(wire.slice(3..), now);
     /// let texts: Vec<_> = std::iter::from_fn(|| run.poll_event()).collect();
