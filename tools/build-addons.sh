@@ -25,26 +25,12 @@ ext="$root/examples/pi-extension"
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 tools="$target_dir/tools"
 jobs=${ADDON_JOBS:-2}
-zig_version=${ZIG_VERSION:-0.17.1}
-zigbuild_version=${ZIGBUILD_VERSION:-0.24.1}
 glibc=2.17
 
-all=(linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl darwin-x64 darwin-arm64 win32-x64-gnu)
+source "$root/tools/installs.sh"
+read -r -a all <<<"$prebuilt_platforms"
 [ "$#" -gt 0 ] || set -- "${all[@]}"
 
-# rust_target <triple>: the Rust target of a package triple.
-rust_target() {
-  case "$1" in
-    linux-x64-gnu) echo x86_64-unknown-linux-gnu ;;
-    linux-arm64-gnu) echo aarch64-unknown-linux-gnu ;;
-    linux-x64-musl) echo x86_64-unknown-linux-musl ;;
-    linux-arm64-musl) echo aarch64-unknown-linux-musl ;;
-    darwin-x64) echo x86_64-apple-darwin ;;
-    darwin-arm64) echo aarch64-apple-darwin ;;
-    win32-x64-gnu) echo x86_64-pc-windows-gnu ;;
-    *) echo "build-addons.sh: unknown platform $1 (known: ${all[*]})" >&2; return 1 ;;
-  esac
-}
 # library <rust target>: the file name cargo gives the cdylib.
 library() {
   case "$1" in
@@ -58,22 +44,7 @@ log() { printf 'build-addons.sh: %s\n' "$*" >&2; }
 for triple in "$@"; do rust_target "$triple" >/dev/null; done
 
 # --- the tools ---------------------------------------------------------------
-mkdir -p "$tools"
-venv="$tools/zig-$zig_version"
-if [ ! -x "$venv/bin/zig" ]; then
-  log "installing ziglang==$zig_version from PyPI into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "ziglang==$zig_version"
-  # cargo-zigbuild finds the venv's `python3 -m ziglang` on PATH; the other scripts call `zig`.
-  printf '#!/bin/sh\nexec "%s" -m ziglang "$@"\n' "$venv/bin/python" >"$venv/bin/zig"
-  chmod +x "$venv/bin/zig"
-fi
-zigbuild="$tools/cargo/bin/cargo-zigbuild"
-if [ ! -x "$zigbuild" ] || [ "$("$zigbuild" --version | awk '{print $2}')" != "$zigbuild_version" ]; then
-  log "installing cargo-zigbuild $zigbuild_version from crates.io"
-  cargo install --quiet --locked --root "$tools/cargo" -j "$jobs" "cargo-zigbuild@$zigbuild_version"
-fi
-export PATH="$venv/bin:$tools/cargo/bin:$PATH"
+zig_tools "$tools" "$jobs"
 log "zig $(zig version), $(cargo-zigbuild --version)"
 
 targets=()

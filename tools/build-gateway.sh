@@ -15,42 +15,15 @@ cd "$root"
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 tools="$target_dir/tools"
 jobs=${GATEWAY_JOBS:-2}
-zig_version=${ZIG_VERSION:-0.17.1}
-zigbuild_version=${ZIGBUILD_VERSION:-0.24.1}
-all=(linux-x64-gnu linux-arm64-gnu linux-x64-musl linux-arm64-musl darwin-x64 darwin-arm64 win32-x64-gnu)
+source "$root/tools/installs.sh"
+read -r -a all <<<"$prebuilt_platforms"
 [ "$#" -gt 0 ] || set -- "${all[@]}"
 log() { printf 'build-gateway.sh: %s\n' "$*" >&2; }
 
-rust_target() {
-  case "$1" in
-    linux-x64-gnu) echo x86_64-unknown-linux-gnu ;;
-    linux-arm64-gnu) echo aarch64-unknown-linux-gnu ;;
-    linux-x64-musl) echo x86_64-unknown-linux-musl ;;
-    linux-arm64-musl) echo aarch64-unknown-linux-musl ;;
-    darwin-x64) echo x86_64-apple-darwin ;;
-    darwin-arm64) echo aarch64-apple-darwin ;;
-    win32-x64-gnu) echo x86_64-pc-windows-gnu ;;
-    *) log "unknown platform $1 (known: ${all[*]})"; return 1 ;;
-  esac
-}
 for triple in "$@"; do rust_target "$triple" >/dev/null; done
 
 # The same pinned tools as tools/build-addons.sh, in the same place (shared when both run).
-mkdir -p "$tools"
-venv="$tools/zig-$zig_version"
-if [ ! -x "$venv/bin/zig" ]; then
-  log "installing ziglang==$zig_version from PyPI into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "ziglang==$zig_version"
-  printf '#!/bin/sh\nexec "%s" -m ziglang "$@"\n' "$venv/bin/python" >"$venv/bin/zig"
-  chmod +x "$venv/bin/zig"
-fi
-zigbuild="$tools/cargo/bin/cargo-zigbuild"
-if [ ! -x "$zigbuild" ] || [ "$("$zigbuild" --version | awk '{print $2}')" != "$zigbuild_version" ]; then
-  log "installing cargo-zigbuild $zigbuild_version from crates.io"
-  cargo install --quiet --locked --root "$tools/cargo" -j "$jobs" "cargo-zigbuild@$zigbuild_version"
-fi
-export PATH="$venv/bin:$tools/cargo/bin:$PATH"
+zig_tools "$tools" "$jobs"
 rustup component list --installed | grep -q '^llvm-tools' || rustup component add llvm-tools >&2
 llvm_bin="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 
