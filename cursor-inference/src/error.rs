@@ -28,9 +28,9 @@ impl StreamRefusal {
     /// What the user should do about it.
     pub fn next_step(self) -> NextStep {
         match self {
-            Self::InputTokenLimit => NextStep::fix_input(
-                "the conversation is longer than the model's context window: compact it or pick a model with a larger window",
-            ),
+            // The same step as the agent channel's context overflow (PROTOCOL-AGENT §13.2), so a
+            // host compacts and retries whichever channel refused.
+            Self::InputTokenLimit => NextStep::CompactConversation,
             Self::RateLimit | Self::Overloaded => NextStep::WaitAndRetry,
             Self::Permission => NextStep::SwitchModel,
             Self::ContentFilter => {
@@ -224,11 +224,9 @@ mod tests {
     fn refusals_map_to_typed_next_steps() {
         assert_eq!(StreamRefusal::RateLimit.next_step(), NextStep::WaitAndRetry);
         assert_eq!(StreamRefusal::Permission.next_step(), NextStep::SwitchModel);
-        assert!(
-            StreamRefusal::InputTokenLimit
-                .next_step()
-                .to_string()
-                .contains("context window")
+        assert_eq!(
+            StreamRefusal::InputTokenLimit.next_step(),
+            NextStep::CompactConversation
         );
     }
 

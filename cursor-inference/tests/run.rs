@@ -337,6 +337,30 @@ fn stream_error_types_are_classified() {
 }
 
 #[test]
+fn an_input_token_limit_asks_to_compact_as_the_agent_channel_does() {
+    // Both flag and type: the hosts compact on this step whichever channel refused.
+    for (error_type, flag) in [
+        (ErrorType::InputTokenLimit, false),
+        (ErrorType::Unknown, true),
+    ] {
+        let now = Instant::now();
+        let mut run = invoked(now);
+        let error = response(Response::Error(InferenceStreamError {
+            message: "prompt is too long".into(),
+            error_type: error_type as i32,
+            is_input_token_limit_error: flag,
+            ..InferenceStreamError::default()
+        }));
+        feed(&mut run, vec![error], now);
+        assert_eq!(
+            last_error(&mut run).next_step,
+            cursor_proto::ir::NextStep::CompactConversation,
+            "{error_type:?} flag={flag}"
+        );
+    }
+}
+
+#[test]
 fn the_output_token_limit_ends_the_turn_with_length() {
     let now = Instant::now();
     let mut run = invoked(now);
