@@ -405,7 +405,7 @@ pub mod exec_client_message {
         /// docs/PROTOCOL-AGENT.md §5.4
         #[prost(message, tag = "52")]
         PiLsResult(super::PiLsExecResult),
-        /// Answer to mcp_state_exec_args (results sit at the arg's number up to 44, survey §3.6).
+        /// Answer to mcp_state_exec_args (results sit at the arg's number up to 44, docs/PROTOCOL-AGENT.md §5.3).
         /// docs/PROTOCOL-AGENT.md §5.5, §12.1
         #[prost(message, tag = "36")]
         McpStateExecResult(super::McpStateExecResult),

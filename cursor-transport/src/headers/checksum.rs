@@ -37,7 +37,7 @@ pub fn checksum(now_ms: u64, machine_id: &str, mac_machine_id: Option<&str>) -> 
 mod tests {
     use super::*;
 
-    // Vectors from the protocol survey §5.3 (JavaScript layout).
+    // The test vectors of docs/PROTOCOL.md §3.3 (JavaScript layout).
     #[test]
     fn prefix_matches_the_javascript_shift_vectors() {
         assert_eq!(checksum_prefix(1_700_000_000_000), "Vfb45Bi9");
