@@ -24,6 +24,7 @@ usage: cursor-gateway [options]
   --tool-round-timeout SECS   a Run waiting for tool results (default 300)
   --shutdown-grace SECS       turns finishing after SIGTERM (default 30)
   --ping-interval SECS        Anthropic stream keep-alive pings (default 5)
+  --response-retention SECS   stored Responses kept for previous_response_id (default 2592000)
   --model-alias NAME=ID       another name for a catalog model (repeatable)
   --max-connections N         open connections (default 1024)
   --max-turns N               turns running at once (default 64)
@@ -163,6 +164,7 @@ impl Options {
                 "--tool-round-timeout" => limits.tool_round = seconds(&flag, &value)?,
                 "--shutdown-grace" => limits.shutdown_grace = seconds(&flag, &value)?,
                 "--ping-interval" => limits.ping_interval = seconds(&flag, &value)?,
+                "--response-retention" => limits.response_retention = seconds(&flag, &value)?,
                 "--model-alias" => {
                     let (name, id) = value
                         .split_once('=')
@@ -315,6 +317,8 @@ mod tests {
                 "5",
                 "--shutdown-grace",
                 "6",
+                "--response-retention",
+                "60",
                 "--max-connections",
                 "7",
                 "--max-turns",
@@ -339,6 +343,7 @@ mod tests {
         assert_eq!(limits.write, Duration::from_secs(4));
         assert_eq!(limits.tool_round, Duration::from_secs(5));
         assert_eq!(limits.shutdown_grace, Duration::from_secs(6));
+        assert_eq!(limits.response_retention, Duration::from_secs(60));
         assert_eq!(
             (
                 limits.max_connections,

@@ -34,6 +34,9 @@ pub struct Limits {
     /// A streamed Anthropic answer sends a `ping` event after this long without output
     /// (`--ping-interval`); Claude Code kills a stream that stays silent.
     pub ping_interval: Duration,
+    /// A response stored for `previous_response_id` is kept this long after it was written,
+    /// then deleted (`--response-retention`; 30 days, as OpenAI keeps stored responses).
+    pub response_retention: Duration,
 }
 
 impl Limits {
@@ -49,6 +52,7 @@ impl Limits {
         tool_round: Duration::from_secs(300),
         shutdown_grace: Duration::from_secs(30),
         ping_interval: Duration::from_secs(5),
+        response_retention: Duration::from_secs(30 * 24 * 3600),
     };
 }
 

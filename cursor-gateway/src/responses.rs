@@ -408,6 +408,7 @@ fn response_json(meta: &Meta, status: &str, output: &[OutputItem], usage: Option
 #[derive(Debug)]
 struct Keep {
     state: std::path::PathBuf,
+    retention: std::time::Duration,
     id: String,
     stored: Stored,
 }
@@ -416,6 +417,7 @@ impl Keep {
     fn new(gateway: &Gateway, scope: &Scope, translated: &Translated, id: &str) -> Option<Self> {
         translated.store.then(|| Self {
             state: gateway.state_dir().to_owned(),
+            retention: gateway.limits().response_retention,
             id: id.to_owned(),
             stored: Stored {
                 namespace: scope.namespace.clone(),
@@ -436,7 +438,7 @@ impl Keep {
         }
         content.extend(leg.calls.iter().cloned().map(AssistantContent::ToolCall));
         self.stored.messages.push(Message::Assistant { content });
-        stored::save(&self.state, &self.id, &self.stored);
+        stored::save(&self.state, &self.id, &self.stored, self.retention);
     }
 }
 
@@ -447,7 +449,14 @@ pub(crate) async fn handle(
     header_hint: Option<String>,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let translated = translate(body, |id| stored::load(gateway.state_dir(), id, namespace))?;
+    let translated = translate(body, |id| {
+        stored::load(
+            gateway.state_dir(),
+            id,
+            namespace,
+            gateway.limits().response_retention,
+        )
+    })?;
     let ignored = translated.ignored_tools.join(",");
     if !ignored.is_empty() {
         tracing::info!(tools = %ignored, "hosted tools offered and left out");
