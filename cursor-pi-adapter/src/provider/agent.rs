@@ -126,7 +126,10 @@ impl AgentChannel {
             catalog,
             config: SessionConfig::new()
                 .with_profile(pi_profile())
-                .with_workspace_uri(workspace_uri),
+                .with_workspace_uri(workspace_uri)
+                // A forked or copied pi session resumes from the turn it branched at
+                // (PROTOCOL-AGENT §10.1): every handle here is this user's.
+                .with_find_branches(true),
             sessions,
             spawn,
             handles: None,
