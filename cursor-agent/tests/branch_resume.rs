@@ -59,7 +59,9 @@ fn session(
             .with_find_branches(find_branches),
     )
     .session_id(id)
-    .handles(Arc::new(HandleStore::new(dir)))
+    .handles(Arc::new(
+        HandleStore::new(dir).with_branch_index(find_branches),
+    ))
     .debug(Arc::clone(records) as Arc<dyn DebugSink>)
     .build()
 }

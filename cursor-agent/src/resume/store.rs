@@ -12,7 +12,7 @@
 //! handle that cannot be read or parsed is moved aside as `<session>.json.corrupt-<unix time>`
 //! and reported, never deleted.
 //!
-//! A store-wide index under `branches/` maps the history digest of each saved handle's last
+//! With [`HandleStore::with_branch_index`], a store-wide index under `branches/` maps the history digest of each saved handle's last
 //! turn to the session that saved it (one small file per turn, named by the digest, holding the
 //! session id), so a forked or copied host session finds the turn it branched from
 //! ([`HandleStore::find_branch`]). Index files are written without fsync: a lost or outdated
@@ -80,6 +80,9 @@ pub struct HandleStore {
     /// How long [`save`](Self::save), [`load`](Self::load) and [`remove`](Self::remove) wait
     /// for another holder's lock (5 s).
     pub lock_timeout: Duration,
+    /// Whether [`save`](Self::save) keeps the branch index (off unless
+    /// [`with_branch_index`](Self::with_branch_index)).
+    branch_index: bool,
 }
 
 /// What [`HandleStore::load`] found.
@@ -181,7 +184,17 @@ impl HandleStore {
         Self {
             dir: dir.into(),
             lock_timeout: Duration::from_secs(5),
+            branch_index: false,
         }
+    }
+
+    /// Keeps the store-wide branch index (see the module doc) when `on`, for sessions with
+    /// [`SessionConfig::find_branches`](crate::session::SessionConfig::find_branches): a host
+    /// whose handles all belong to one user. Off by default.
+    #[must_use]
+    pub fn with_branch_index(mut self, on: bool) -> Self {
+        self.branch_index = on;
+        self
     }
 
     /// The store's directory.
@@ -244,7 +257,7 @@ impl HandleStore {
             return Err(io_error("rename into", &path, source));
         }
         sync_dir(&self.dir).map_err(|e| io_error("sync", &self.dir, e))?;
-        if let Some(history) = &handle.history {
+        if let Some(history) = handle.history.as_ref().filter(|_| self.branch_index) {
             self.index(session_id, history);
         }
         Ok(())

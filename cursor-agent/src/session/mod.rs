@@ -284,7 +284,9 @@ pub struct SessionConfig {
     /// repository ([`HandleRepository::find_branch`]): a forked or copied host session then
     /// resumes from the turn it branched at, with its own copy of the handle (PROTOCOL-AGENT
     /// §10.1). Only for hosts whose sessions all belong to one user (a coding agent's handle
-    /// directory); a multi-tenant host finds branches within its own scopes instead.
+    /// directory; its [`HandleStore`] keeps the index with
+    /// [`with_branch_index`](HandleStore::with_branch_index)); a multi-tenant host finds
+    /// branches within its own scopes instead.
     pub find_branches: bool,
 }
 

@@ -153,11 +153,13 @@ impl AgentChannel {
         self
     }
 
-    /// Keeps each session's resume handle in `store`, so a later process resumes the remote
-    /// conversation instead of replaying the transcript.
+    /// Keeps each session's resume handle in `store` (with its branch index on), so a later
+    /// process resumes the remote conversation instead of replaying the transcript, and a
+    /// forked pi session resumes from the turn it forked at.
     #[must_use]
     pub fn with_handle_store(mut self, store: HandleStore) -> Self {
-        self.handles = Some(store);
+        // The branch index lets a forked or copied pi session find its parent's turn.
+        self.handles = Some(store.with_branch_index(true));
         self
     }
 
