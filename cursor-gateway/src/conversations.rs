@@ -139,26 +139,38 @@ impl Conversations {
         sink: impl FnOnce() -> RunSink,
     ) -> Claim {
         let mut inner = lock(&self.inner);
-        let found = prefixes.iter().rev().find_map(|fp| {
-            let ids = inner.idle.get_mut(fp)?;
+        // The longest prefix an idle conversation ends at, and whether this history is a branch
+        // of a conversation whose turn ended exactly where its new input starts (an edit, a
+        // rewind, a retry with a changed last turn). A turn that ended earlier is no branch
+        // point: the messages after it (an edited answer, say) are not in its checkpoint, and a
+        // resume replays nothing. A branch point deeper than the idle match wins: continuing
+        // the shorter conversation would rebuild.
+        let idle_at = prefixes
+            .iter()
+            .rposition(|fp| inner.idle.get(fp).is_some_and(|ids| !ids.is_empty()));
+        let branch_at = prefixes
+            .len()
+            .checked_sub(2)
+            .filter(|i| inner.turns.contains_key(&prefixes[*i]));
+        let branch = match (branch_at, idle_at) {
+            (Some(b), Some(i)) if b > i => Some(b),
+            (Some(b), None) => Some(b),
+            _ => None,
+        };
+        let found = idle_at.filter(|_| branch.is_none()).and_then(|i| {
+            let fp = prefixes[i];
+            let ids = inner.idle.get_mut(&fp)?;
             let id = ids.pop()?;
             if ids.is_empty() {
-                inner.idle.remove(fp);
+                inner.idle.remove(&fp);
             }
-            Some((id, *fp))
+            Some((id, fp))
         });
         let (id, was_at) = match found {
             Some((id, fp)) => (id, Some(fp)),
             None => (new_id(), None),
         };
-        // Not the continuation of an idle conversation: a branch of one whose turn ended
-        // exactly where this history's new input starts (an edit, a rewind, a retry with a
-        // changed last turn)? A turn that ended earlier is no branch point: the messages after
-        // it (an edited answer, say) are not in its checkpoint, and a resume replays nothing.
-        let branched_from = match (was_at, prefixes.len().checked_sub(2)) {
-            (None, Some(before_input)) => inner.turns.get(&prefixes[before_input]).cloned(),
-            _ => None,
-        };
+        let branched_from = branch.and_then(|b| inner.turns.get(&prefixes[b]).cloned());
         if !inner.slots.contains_key(&id) {
             self.evict_for_one(&mut inner);
         }

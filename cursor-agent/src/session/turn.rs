@@ -732,10 +732,21 @@ impl State {
             let Loaded::Found(mut handle) = repo.load(&session)? else {
                 return Ok(());
             };
-            if handle.conversation_id != conversation_id {
+            // The last turn, or an earlier one this Run resumed under its own id (§10.1).
+            let mut marked = false;
+            if handle.conversation_id == conversation_id {
+                handle.awaiting_tool_results = true;
+                marked = true;
+            }
+            for turn in &mut handle.earlier {
+                if turn.conversation_id == conversation_id {
+                    turn.awaiting_tool_results = true;
+                    marked = true;
+                }
+            }
+            if !marked {
                 return Ok(());
             }
-            handle.awaiting_tool_results = true;
             repo.save(&session, &handle)
         })
         .await;
