@@ -181,7 +181,8 @@ pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};
 pub use policy::ExecArm;
 pub use resume::{
     Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleFileError, HandleRepository, HandleStore,
-    Loaded, Plan, ResumePlanner, RunLabel, StaleReason, StoreError, StoreWarning, ToolsetKey,
+    KEPT_BRANCH_POINTS, KEPT_TURNS, Loaded, Plan, ResumeFrom, ResumePlanner, RunLabel, StaleReason,
+    StoreError, StoreWarning, ToolsetKey, TurnPoint,
 };
 pub use root_prompt::root_prompt_json;
 pub use run::AgentRun;

@@ -30,6 +30,12 @@ impl ResumeSeed {
         }
     }
 
+    /// The stored checkpoint the Run resumes from, as it was received.
+    #[cfg(test)]
+    pub(crate) fn checkpoint(&self) -> &[u8] {
+        &self.checkpoint
+    }
+
     /// The checkpoint with the current rules appended to the root prompt and the workspace and
     /// host name replaced, every other field kept byte for byte.
     pub(crate) fn overlay(

@@ -195,7 +195,8 @@ fn assistant_wording_keeps_the_resume_and_an_edited_user_text_rebuilds() {
     assert_eq!(plan.label(), RunLabel::Rebuild);
     assert_eq!(plan.label().as_str(), "agent-rebuild");
     assert_eq!(plan.stale_reason(), Some(&StaleReason::FingerprintMismatch));
-    assert!(plan.drops_handle());
+    // The handle stays: its turns still resume the branch they belong to (§10.1).
+    assert!(!plan.drops_handle());
     let mut run = plan.open(&edited, Instant::now()).unwrap();
     let request =
         run_request(&AgentClientMessage::decode(run.poll_transmit().unwrap().as_slice()).unwrap());

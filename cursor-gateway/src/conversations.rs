@@ -44,7 +44,15 @@ struct Inner {
     /// Tokens Cursor counted for the history ending at a fingerprint (the last turn's input
     /// and output), for `count_tokens`.
     tokens: HashMap<HistoryFp, u64>,
+    /// Every history a conversation's turn ended at, with the conversation: where a client
+    /// that edits or rewinds branches from (docs/PROTOCOL-AGENT.md §10.1). Fingerprints carry
+    /// the scope, so a branch is only ever found by the scope that made it.
+    turns: HashMap<HistoryFp, String>,
 }
+
+/// How many turn fingerprints per conversation are read back from disk (the agent handle keeps
+/// the checkpoints of at most 64 recent turns and 64 branch points).
+const KEPT_TURN_FPS: usize = 128;
 
 /// A conversation a request holds: its id and session. Hand it back with
 /// [`Conversations::release`]; the history it was found at is restored if it is not.
@@ -55,6 +63,9 @@ pub(crate) struct Claim {
     pub(crate) sink: Arc<RunSink>,
     /// Whether it was found (true) or started for this request.
     pub(crate) found: bool,
+    /// Started for this request as a branch of this conversation, whose turn ended at the
+    /// request's history up to its new input.
+    pub(crate) branched_from: Option<String>,
     /// The history it was found at.
     pub(crate) was_at: Option<HistoryFp>,
     pub(crate) generation: u64,
@@ -103,6 +114,13 @@ impl Conversations {
                 {
                     inner.idle.entry(fp).or_default().push(id.to_owned());
                 }
+                if let Ok(text) = std::fs::read_to_string(dir.join(format!("{id}.turns"))) {
+                    let lines: Vec<&str> = text.lines().collect();
+                    let recent = &lines[lines.len().saturating_sub(KEPT_TURN_FPS)..];
+                    for fp in recent.iter().filter_map(|line| HistoryFp::from_hex(line)) {
+                        inner.turns.insert(fp, id.to_owned());
+                    }
+                }
             }
         }
         Self {
@@ -121,18 +139,38 @@ impl Conversations {
         sink: impl FnOnce() -> RunSink,
     ) -> Claim {
         let mut inner = lock(&self.inner);
-        let found = prefixes.iter().rev().find_map(|fp| {
-            let ids = inner.idle.get_mut(fp)?;
+        // The longest prefix an idle conversation ends at, and whether this history is a branch
+        // of a conversation whose turn ended exactly where its new input starts (an edit, a
+        // rewind, a retry with a changed last turn). A turn that ended earlier is no branch
+        // point: the messages after it (an edited answer, say) are not in its checkpoint, and a
+        // resume replays nothing. A branch point deeper than the idle match wins: continuing
+        // the shorter conversation would rebuild.
+        let idle_at = prefixes
+            .iter()
+            .rposition(|fp| inner.idle.get(fp).is_some_and(|ids| !ids.is_empty()));
+        let branch_at = prefixes
+            .len()
+            .checked_sub(2)
+            .filter(|i| inner.turns.contains_key(&prefixes[*i]));
+        let branch = match (branch_at, idle_at) {
+            (Some(b), Some(i)) if b > i => Some(b),
+            (Some(b), None) => Some(b),
+            _ => None,
+        };
+        let found = idle_at.filter(|_| branch.is_none()).and_then(|i| {
+            let fp = prefixes[i];
+            let ids = inner.idle.get_mut(&fp)?;
             let id = ids.pop()?;
             if ids.is_empty() {
-                inner.idle.remove(fp);
+                inner.idle.remove(&fp);
             }
-            Some((id, *fp))
+            Some((id, fp))
         });
         let (id, was_at) = match found {
             Some((id, fp)) => (id, Some(fp)),
             None => (new_id(), None),
         };
+        let branched_from = branch.and_then(|b| inner.turns.get(&prefixes[b]).cloned());
         if !inner.slots.contains_key(&id) {
             self.evict_for_one(&mut inner);
         }
@@ -156,6 +194,7 @@ impl Conversations {
             id,
             found: was_at.is_some(),
             was_at,
+            branched_from,
         }
     }
 
@@ -192,6 +231,7 @@ impl Conversations {
             }
             if let Some(fp) = at {
                 inner.idle.entry(fp).or_default().push(claim.id.clone());
+                inner.turns.insert(fp, claim.id.clone());
             }
         }
         if let Some(fp) = at {
@@ -270,6 +310,19 @@ impl Conversations {
         if let Err(error) = written {
             // The conversation still works in this process; a new one would rebuild it once.
             tracing::warn!(conversation = %id, %error, "could not write the conversation index");
+        }
+        // Where this turn ended, for branches a new process finds (best effort, like the index).
+        let turns = self.dir.join(format!("{id}.turns"));
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&turns)
+            .and_then(|mut file| {
+                use std::io::Write as _;
+                writeln!(file, "{}", fp.to_hex())
+            });
+        if let Err(error) = appended {
+            tracing::warn!(conversation = %id, %error, "could not write the conversation's turns");
         }
     }
 }

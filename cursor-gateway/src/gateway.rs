@@ -10,7 +10,7 @@ use cursor_agent::ir::{
     Conversation, ErrorInfo, ErrorKind, Event, Message, NextStep, StopReason, ToolCall, Usage,
 };
 use cursor_agent::session::{AgentSession, Client, ModelChoice, Origin, TokenSource};
-use cursor_agent::{AgentEvent, HandleStore, HostProfile};
+use cursor_agent::{AgentEvent, HandleStore, HostProfile, Loaded};
 use cursor_catalog::{Catalog, ThinkingLevel};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -335,6 +335,25 @@ impl Gateway {
         .build()
     }
 
+    /// Gives the new conversation `id`, a branch of `parent` (an edited or rewound history),
+    /// its own resume handle: `parent`'s checkpoint of the turn the history branched at and the
+    /// turns before it, nothing of `parent`'s later turns; its Runs resume under a new remote
+    /// conversation id (docs/PROTOCOL-AGENT.md §10.1). Without a usable one the branch rebuilds.
+    fn seed_branch(&self, parent: &str, id: &str, conversation: &Conversation) {
+        let handles = &self.inner.handles;
+        let Ok(Loaded::Found(stored)) = handles.load(parent) else {
+            return;
+        };
+        let completed =
+            cursor_agent::Fingerprint::of_user_turns(history_before_turn(&conversation.messages));
+        let Some(copy) = stored.branch_at(&completed, &conversation.messages) else {
+            return;
+        };
+        if let Err(error) = handles.save(id, &copy) {
+            tracing::warn!(conversation = %id, %error, "could not seed the branch's handle; it rebuilds");
+        }
+    }
+
     /// Tokens in `conversation` as Cursor counted them for the longest stored history it
     /// continues, plus an estimate of what came after; a whole estimate when nothing is known.
     pub(crate) fn count_tokens(&self, scope: &Scope, conversation: &Conversation) -> u64 {
@@ -367,6 +386,9 @@ impl Gateway {
             |id, sink| self.new_session(id, sink, scope.api),
             || RunSink::new(Arc::clone(&self.inner.metrics)),
         );
+        if let Some(parent) = &claim.branched_from {
+            self.seed_branch(parent, &claim.id, conversation);
+        }
         let continues = claim.session.is_waiting_for_tools()
             && matches!(conversation.messages.last(), Some(Message::ToolResult(_)));
         if continues {
@@ -381,6 +403,7 @@ impl Gateway {
         tracing::debug!(
             conversation = %claim.id,
             found = claim.found,
+            branched_from = claim.branched_from.as_deref(),
             continues,
             "turn"
         );
@@ -600,4 +623,12 @@ pub(crate) async fn collect(
     drop(turn);
     turn_guard.finish(&leg);
     Ok((leg, None))
+}
+
+/// The messages before the trailing user turn (all of them when the last is not a user message).
+fn history_before_turn(messages: &[Message]) -> &[Message] {
+    match messages.split_last() {
+        Some((Message::User { .. }, history)) => history,
+        _ => messages,
+    }
 }

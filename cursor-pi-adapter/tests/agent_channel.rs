@@ -477,3 +477,79 @@ async fn the_configured_first_token_timeout_ends_a_silent_turn() {
     assert!(text.contains("no progress from Cursor for 400ms"), "{text}");
     assert!(text.contains("waiting for the first frame"), "{text}");
 }
+
+async fn turn_in(provider: &Provider, session: &str, context: &str) -> Vec<Value> {
+    let options = json!({"sessionId": session, "apiKey": "replica-token"}).to_string();
+    let mut events = Vec::new();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        provider.stream(MODEL, context, &options, AbortSignal::never(), |e| {
+            events.push(e);
+        }),
+    )
+    .await
+    .expect("the turn ends");
+    events
+}
+
+fn answer_of(events: &[Value]) -> String {
+    last(events)["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{events:?}"))
+        .to_owned()
+}
+
+/// pi's `/fork` at turn 3 of 6: a new process with a new `sessionId` whose transcript is the
+/// first three turns plus new input resumes from the parent's turn-3 checkpoint (found through
+/// the store's branch index) under a conversation id of its own, and the parent's handle keeps
+/// its six turns (PROTOCOL-AGENT §10.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_forked_at_turn_three_in_a_new_process_resumes_from_that_turn() {
+    let replica = Replica::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = HandleStore::new(dir.path());
+    let parent = process(&replica, &store);
+    let mut messages = Vec::new();
+    for ask in [
+        "remember the alpha",
+        "remember the bravo",
+        "remember the charlie",
+        "remember the delta",
+        "remember the echo",
+        RECALL,
+    ] {
+        messages.push(user(ask));
+        let events = turn_in(&parent, "parent", &context(messages.clone())).await;
+        messages.push(assistant(&answer_of(&events)));
+    }
+    let parent_handle = store.load("parent").unwrap().handle().unwrap();
+    assert_eq!(parent_handle.turns(), 6);
+
+    let fork = process(&replica, &store);
+    let mut branch: Vec<Value> = messages[..6].to_vec();
+    branch.push(user("remember the foxtrot"));
+    let events = turn_in(&fork, "forked", &context(branch.clone())).await;
+    branch.push(assistant(&answer_of(&events)));
+    branch.push(user(RECALL));
+    let events = turn_in(&fork, "forked", &context(branch)).await;
+    assert_eq!(
+        answer_of(&events),
+        "You asked me to remember: the alpha; the bravo; the charlie; the foxtrot."
+    );
+
+    let runs = replica.runs();
+    assert_eq!(runs.len(), 8);
+    assert!(
+        runs[1..]
+            .iter()
+            .all(|r| r.label == "agent-resume" && !r.history_replayed),
+        "{runs:?}"
+    );
+    assert_ne!(runs[6].conversation_id, runs[5].conversation_id);
+    // The parent's handle was not written by the fork.
+    assert_eq!(
+        store.load("parent").unwrap().handle().unwrap(),
+        parent_handle
+    );
+    assert_eq!(store.load("forked").unwrap().handle().unwrap().turns(), 5);
+}

@@ -1,6 +1,6 @@
 //! What a stored handle must still match: the completed user turns and the tool set.
 
-use cursor_proto::ir::{Message, Tool, UserContent};
+use cursor_proto::ir::{AssistantContent, Message, Tool, ToolResultContent, UserContent};
 use sha2::{Digest, Sha256};
 
 /// SHA-256 over the completed user turns: every user message's texts and image payloads, in
@@ -18,20 +18,80 @@ impl Fingerprint {
                 continue;
             };
             hasher.update(b"U");
-            for block in content {
-                match block {
-                    UserContent::Text { text } => field(&mut hasher, b'T', text.as_bytes()),
-                    UserContent::Image(image) => {
-                        field(&mut hasher, b'M', image.mime_type.as_bytes());
-                        field(&mut hasher, b'I', &image.data);
-                    }
-                    // A future content kind is hashed by its JSON so it still counts.
-                    other => field(
-                        &mut hasher,
-                        b'O',
-                        serde_json::to_string(other).unwrap_or_default().as_bytes(),
-                    ),
+            user_content(&mut hasher, content);
+        }
+        Self(hasher.finalize().into())
+    }
+
+    /// The fingerprint after each user message among `messages`: element `j` is the
+    /// [`of_user_turns`](Self::of_user_turns) of everything up to the `j + 1`-th user message.
+    pub fn user_prefixes(messages: &[Message]) -> Vec<Self> {
+        let mut hasher = Sha256::new();
+        let mut out = Vec::new();
+        for message in messages {
+            let Message::User { content } = message else {
+                continue;
+            };
+            hasher.update(b"U");
+            user_content(&mut hasher, content);
+            out.push(Self(hasher.clone().finalize().into()));
+        }
+        out
+    }
+
+    /// The digest a handle store indexes a turn by, to find it from another host session (a
+    /// forked or copied session file; PROTOCOL-AGENT §10.1): the user turns as in
+    /// [`of_user_turns`](Self::of_user_turns), plus every tool call's name and arguments and
+    /// every tool result's content, in order. Assistant wording and thinking are left out (a
+    /// host may store them differently); the tool traffic is in, so two sessions that only
+    /// share their user texts never share a checkpoint that read different files. Trailing
+    /// assistant messages are left out too: a completed turn's transcript, as the host sends it
+    /// with its next turn, ends with the answer the checkpoint already holds.
+    pub fn of_history(messages: &[Message]) -> Self {
+        let end = messages
+            .iter()
+            .rposition(|m| !matches!(m, Message::Assistant { .. }))
+            .map_or(0, |i| i + 1);
+        let mut hasher = Sha256::new();
+        hasher.update(b"history-v1");
+        for message in &messages[..end] {
+            match message {
+                Message::User { content } => {
+                    hasher.update(b"U");
+                    user_content(&mut hasher, content);
                 }
+                Message::Assistant { content } => {
+                    for block in content {
+                        if let AssistantContent::ToolCall(call) = block {
+                            field(&mut hasher, b'C', call.name.as_bytes());
+                            field(&mut hasher, b'A', call.arguments.to_string().as_bytes());
+                        }
+                    }
+                }
+                Message::ToolResult(result) => {
+                    hasher.update(if result.is_error { b"E" } else { b"R" });
+                    for block in &result.content {
+                        match block {
+                            ToolResultContent::Text { text } => {
+                                field(&mut hasher, b'T', text.as_bytes());
+                            }
+                            ToolResultContent::Image(image) => {
+                                field(&mut hasher, b'M', image.mime_type.as_bytes());
+                                field(&mut hasher, b'I', &image.data);
+                            }
+                            other => field(
+                                &mut hasher,
+                                b'O',
+                                serde_json::to_string(other).unwrap_or_default().as_bytes(),
+                            ),
+                        }
+                    }
+                }
+                other => field(
+                    &mut hasher,
+                    b'X',
+                    serde_json::to_string(other).unwrap_or_default().as_bytes(),
+                ),
             }
         }
         Self(hasher.finalize().into())
@@ -45,6 +105,24 @@ impl Fingerprint {
     /// Parses [`to_hex`](Self::to_hex) output.
     pub fn from_hex(text: &str) -> Option<Self> {
         parse_hex32(text).map(Self)
+    }
+}
+
+fn user_content(hasher: &mut Sha256, content: &[UserContent]) {
+    for block in content {
+        match block {
+            UserContent::Text { text } => field(hasher, b'T', text.as_bytes()),
+            UserContent::Image(image) => {
+                field(hasher, b'M', image.mime_type.as_bytes());
+                field(hasher, b'I', &image.data);
+            }
+            // A future content kind is hashed by its JSON so it still counts.
+            other => field(
+                hasher,
+                b'O',
+                serde_json::to_string(other).unwrap_or_default().as_bytes(),
+            ),
+        }
     }
 }
 
@@ -152,6 +230,53 @@ mod tests {
         assert_ne!(
             Fingerprint::of_user_turns(&[Message::user_text("ab")]),
             Fingerprint::of_user_turns(&[Message::user_text("a"), Message::user_text("b")])
+        );
+    }
+
+    #[test]
+    fn user_prefixes_are_the_fingerprints_of_each_prefix() {
+        let messages = [
+            Message::user_text("a"),
+            Message::assistant_text("x"),
+            Message::user_text("b"),
+            Message::assistant_text("y"),
+        ];
+        let prefixes = Fingerprint::user_prefixes(&messages);
+        assert_eq!(prefixes.len(), 2);
+        assert_eq!(prefixes[0], Fingerprint::of_user_turns(&messages[..1]));
+        assert_eq!(prefixes[1], Fingerprint::of_user_turns(&messages));
+    }
+
+    #[test]
+    fn the_history_digest_covers_tool_traffic_but_not_trailing_answers() {
+        use cursor_proto::ir::{ToolCall, ToolResult};
+        let call = |args: serde_json::Value| Message::Assistant {
+            content: vec![AssistantContent::ToolCall(ToolCall::new(
+                "c1", "read", args,
+            ))],
+        };
+        let base = vec![
+            Message::user_text("read it"),
+            call(json!({"path": "a"})),
+            Message::ToolResult(ToolResult::text("c1", "read", "secret A", false)),
+        ];
+        let mut answered = base.clone();
+        answered.push(Message::assistant_text("done"));
+        assert_eq!(
+            Fingerprint::of_history(&base),
+            Fingerprint::of_history(&answered)
+        );
+        let mut other = base.clone();
+        other[2] = Message::ToolResult(ToolResult::text("c1", "read", "secret B", false));
+        assert_ne!(
+            Fingerprint::of_history(&base),
+            Fingerprint::of_history(&other)
+        );
+        let mut moved = base.clone();
+        moved[1] = call(json!({"path": "b"}));
+        assert_ne!(
+            Fingerprint::of_history(&base),
+            Fingerprint::of_history(&moved)
         );
     }
 

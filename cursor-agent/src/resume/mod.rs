@@ -8,6 +8,9 @@
 //! otherwise a rebuild (new id, empty turns, full root prompt). A stale resume discovered
 //! mid-run is rebuilt once, with a `Reset`; a miss during a rebuild fails closed.
 //! [`HandleStore`] keeps handles on disk.
+//!
+//! A handle keeps the checkpoint of every recent turn (format version 2), so a host that branches
+//! resumes from the turn it branched at ([`ResumeFrom`]; PROTOCOL-AGENT §10.1).
 
 mod fingerprint;
 mod handle;
@@ -15,6 +18,8 @@ mod plan;
 mod store;
 
 pub use fingerprint::{Fingerprint, ToolsetKey};
-pub use handle::{HANDLE_FORMAT_VERSION, Handle, HandleFileError};
-pub use plan::{Plan, ResumePlanner, RunLabel, StaleReason};
+pub use handle::{
+    HANDLE_FORMAT_VERSION, Handle, HandleFileError, KEPT_BRANCH_POINTS, KEPT_TURNS, TurnPoint,
+};
+pub use plan::{Plan, ResumeFrom, ResumePlanner, RunLabel, StaleReason};
 pub use store::{HandleRepository, HandleStore, Loaded, StoreError, StoreWarning};

@@ -11,6 +11,13 @@
 //! to retry or to stop sharing the session id, never to delete the file. A
 //! handle that cannot be read or parsed is moved aside as `<session>.json.corrupt-<unix time>`
 //! and reported, never deleted.
+//!
+//! With [`HandleStore::with_branch_index`], a store-wide index under `branches/` maps the history digest of each saved handle's last
+//! turn to the session that saved it (one small file per turn, named by the digest, holding the
+//! session id), so a forked or copied host session finds the turn it branched from
+//! ([`HandleStore::find_branch`]). Index files are written without fsync: a lost or outdated
+//! entry only costs that branch one rebuild, and every hit is checked against the handle it
+//! names.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write as _};
@@ -18,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::fingerprint::Fingerprint;
 use super::handle::Handle;
 
 /// Where a host keeps the resume handles of its sessions. [`HandleStore`] keeps them on disk;
@@ -36,6 +44,15 @@ pub trait HandleRepository: Send + Sync + std::fmt::Debug {
 
     /// Drops `session_id`'s handle (it went stale).
     fn remove(&self, session_id: &str) -> Result<(), StoreError>;
+
+    /// A stored handle of any session holding a turn whose
+    /// [`Fingerprint::of_history`](crate::Fingerprint::of_history) is `history`, with that
+    /// session's id: where a forked or copied host session branched from (PROTOCOL-AGENT
+    /// §10.1). The default finds nothing (a repository without an index).
+    fn find_branch(&self, history: &Fingerprint) -> Result<Option<(String, Handle)>, StoreError> {
+        let _ = history;
+        Ok(None)
+    }
 }
 
 impl HandleRepository for HandleStore {
@@ -50,6 +67,10 @@ impl HandleRepository for HandleStore {
     fn remove(&self, session_id: &str) -> Result<(), StoreError> {
         Self::remove(self, session_id)
     }
+
+    fn find_branch(&self, history: &Fingerprint) -> Result<Option<(String, Handle)>, StoreError> {
+        Self::find_branch(self, history)
+    }
 }
 
 /// A directory of handle files, one per host session id.
@@ -59,6 +80,9 @@ pub struct HandleStore {
     /// How long [`save`](Self::save), [`load`](Self::load) and [`remove`](Self::remove) wait
     /// for another holder's lock (5 s).
     pub lock_timeout: Duration,
+    /// Whether [`save`](Self::save) keeps the branch index (off unless
+    /// [`with_branch_index`](Self::with_branch_index)).
+    branch_index: bool,
 }
 
 /// What [`HandleStore::load`] found.
@@ -160,7 +184,17 @@ impl HandleStore {
         Self {
             dir: dir.into(),
             lock_timeout: Duration::from_secs(5),
+            branch_index: false,
         }
+    }
+
+    /// Keeps the store-wide branch index (see the module doc) when `on`, for sessions with
+    /// [`SessionConfig::find_branches`](crate::session::SessionConfig::find_branches): a host
+    /// whose handles all belong to one user. Off by default.
+    #[must_use]
+    pub fn with_branch_index(mut self, on: bool) -> Self {
+        self.branch_index = on;
+        self
     }
 
     /// The store's directory.
@@ -222,7 +256,53 @@ impl HandleStore {
             let _ = fs::remove_file(&temp);
             return Err(io_error("rename into", &path, source));
         }
-        sync_dir(&self.dir).map_err(|e| io_error("sync", &self.dir, e))
+        sync_dir(&self.dir).map_err(|e| io_error("sync", &self.dir, e))?;
+        if let Some(history) = handle.history.as_ref().filter(|_| self.branch_index) {
+            self.index(session_id, history);
+        }
+        Ok(())
+    }
+
+    /// Points the index entry of `history` at `session_id` (best effort).
+    fn index(&self, session_id: &str, history: &Fingerprint) {
+        let dir = self.dir.join("branches");
+        let path = dir.join(history.to_hex());
+        if fs::read_to_string(&path).is_ok_and(|held| held == session_id) {
+            return;
+        }
+        let temp = dir.join(format!(
+            ".{}.tmp-{:x}-{}",
+            history.to_hex(),
+            holder_tag(),
+            unique()
+        ));
+        let written = fs::create_dir_all(&dir)
+            .and_then(|()| write_synced_no_sync(&temp, session_id.as_bytes()))
+            .and_then(|()| fs::rename(&temp, &path));
+        if written.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+    }
+
+    /// The handle of the session the index names for `history`, if it still holds a turn with
+    /// that digest (see the module doc).
+    pub fn find_branch(
+        &self,
+        history: &Fingerprint,
+    ) -> Result<Option<(String, Handle)>, StoreError> {
+        let path = self.dir.join("branches").join(history.to_hex());
+        let Ok(session_id) = fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        if validate(&session_id).is_err() {
+            return Ok(None);
+        }
+        match self.load(&session_id)? {
+            Loaded::Found(handle) if handle.find_history(history).is_some() => {
+                Ok(Some((session_id, handle)))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Drops `session_id`'s handle (stale: the conversation is being rebuilt).
@@ -353,6 +433,17 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = options.open(path)?;
     file.write_all(bytes)?;
     file.sync_all()
+}
+
+fn write_synced_no_sync(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(bytes)
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {

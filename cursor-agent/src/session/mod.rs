@@ -280,6 +280,14 @@ pub struct SessionConfig {
     pub limits: Limits,
     /// Re-send `mcp_tools` on every resume, even when the tool set is unchanged.
     pub resend_mcp_on_resume: bool,
+    /// When the session has no handle of its own, look its history up in the whole handle
+    /// repository ([`HandleRepository::find_branch`]): a forked or copied host session then
+    /// resumes from the turn it branched at, with its own copy of the handle (PROTOCOL-AGENT
+    /// §10.1). Only for hosts whose sessions all belong to one user (a coding agent's handle
+    /// directory; its [`HandleStore`] keeps the index with
+    /// [`with_branch_index`](HandleStore::with_branch_index)); a multi-tenant host finds
+    /// branches within its own scopes instead.
+    pub find_branches: bool,
 }
 
 impl SessionConfig {
@@ -334,6 +342,13 @@ impl SessionConfig {
     #[must_use]
     pub fn with_resend_mcp_on_resume(mut self, resend: bool) -> Self {
         self.resend_mcp_on_resume = resend;
+        self
+    }
+
+    /// Sets [`SessionConfig::find_branches`].
+    #[must_use]
+    pub fn with_find_branches(mut self, find: bool) -> Self {
+        self.find_branches = find;
         self
     }
 }

@@ -17,8 +17,8 @@ use futures::stream::{self, BoxStream, Stream, StreamExt as _};
 use super::{Inner, ModelChoice, lock};
 use crate::driver::{self, RunEvents, RunHandle};
 use crate::{
-    AgentError, AgentEvent, Handle, HandleRepository, IdSeed, Loaded, Plan, ResumePlanner,
-    ResumePoint, RunConfig, RunLabel, StoreError,
+    AgentError, AgentEvent, Fingerprint, Handle, HandleRepository, IdSeed, Loaded, Plan,
+    ResumePlanner, ResumePoint, RunConfig, RunLabel, StoreError,
 };
 
 /// The events of one turn leg; see [`AgentSession::turn`](super::AgentSession::turn).
@@ -70,6 +70,9 @@ struct Ctx {
     token: Option<String>,
     planner: Option<ResumePlanner>,
     label: RunLabel,
+    /// The stored turn the current Run resumed from as a branch (its fingerprint), kept as a
+    /// branch point when the turn's handle is saved.
+    branched_from: Option<Fingerprint>,
     /// The remote conversation the current Run belongs to.
     conversation_id: Option<String>,
     auth_replay_left: bool,
@@ -222,6 +225,7 @@ impl Ctx {
             token: None,
             planner: None,
             label: RunLabel::Rebuild,
+            branched_from: None,
             conversation_id: None,
             auth_replay_left: true,
             network_retry_left: true,
@@ -449,8 +453,15 @@ impl State {
         config.limits = self.shared.config.limits;
         let mut planner = ResumePlanner::new(config)
             .with_resend_mcp_on_resume(self.shared.config.resend_mcp_on_resume);
-        let stored = self.load_handle().await;
+        let mut stored = self.load_handle().await;
+        if stored.is_none() && self.shared.config.find_branches {
+            stored = self.find_branch().await;
+        }
         let plan = planner.plan(stored, &self.ctx.conversation);
+        self.ctx.branched_from = plan
+            .resume_from()
+            .filter(|from| from.branch)
+            .map(|from| from.fingerprint);
         if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
             record["event"] = serde_json::json!("plan");
             self.debug(record);
@@ -632,6 +643,7 @@ impl State {
         let plan = self.ctx.planner.as_mut()?.recover(&failure).ok()?;
         self.ctx.rebuild_left = false;
         self.ctx.label = RunLabel::Rebuild;
+        self.ctx.branched_from = None;
         if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
             record["event"] = serde_json::json!("staleRebuild");
             self.debug(record);
@@ -720,10 +732,21 @@ impl State {
             let Loaded::Found(mut handle) = repo.load(&session)? else {
                 return Ok(());
             };
-            if handle.conversation_id != conversation_id {
+            // The last turn, or an earlier one this Run resumed under its own id (§10.1).
+            let mut marked = false;
+            if handle.conversation_id == conversation_id {
+                handle.awaiting_tool_results = true;
+                marked = true;
+            }
+            for turn in &mut handle.earlier {
+                if turn.conversation_id == conversation_id {
+                    turn.awaiting_tool_results = true;
+                    marked = true;
+                }
+            }
+            if !marked {
                 return Ok(());
             }
-            handle.awaiting_tool_results = true;
             repo.save(&session, &handle)
         })
         .await;
@@ -737,18 +760,73 @@ impl State {
         }
     }
 
-    /// Writes the completed turn's handle before its `Done` is handed out.
+    /// Writes the completed turn's handle before its `Done` is handed out: the stored handle
+    /// advanced by this turn, its earlier turns kept (PROTOCOL-AGENT §10.1).
     async fn persist(&mut self, point: ResumePoint) {
         let Some((repo, session)) = self.store() else {
             return;
         };
-        let handle = Handle::from_point(point, &self.ctx.conversation);
-        if let Err(error) = off_runtime(repo, move |repo| repo.save(&session, &handle)).await {
+        let next = Handle::from_point(point, &self.ctx.conversation);
+        let branched_from = self.ctx.branched_from;
+        // One read-modify-write, as `mark_awaiting_tool_results` does.
+        let saved = off_runtime(repo, move |repo| {
+            let handle = match repo.load(&session) {
+                Ok(Loaded::Found(stored)) => stored.advance(next, branched_from.as_ref()),
+                _ => next,
+            };
+            repo.save(&session, &handle)
+        })
+        .await;
+        if let Err(error) = saved {
             self.warn(
                 WarningCode::HandleNotSaved,
                 format!("the resume handle could not be written ({error}); the next process rebuilds the conversation instead of resuming it"),
                 Some(error.next_step()),
             );
+        }
+    }
+
+    /// A handle of another session of the repository holding the turn this session's history
+    /// branched from, copied up to that turn and saved as this session's own
+    /// ([`SessionConfig::find_branches`](super::SessionConfig::find_branches)).
+    async fn find_branch(&mut self) -> Option<Handle> {
+        let (repo, session) = self.store()?;
+        let messages = self.ctx.conversation.messages.clone();
+        let history = Fingerprint::of_history(crate::root_prompt::history_of(&messages));
+        let found = off_runtime(repo, move |repo| {
+            let Some((from, parent)) = repo.find_branch(&history)? else {
+                return Ok(None);
+            };
+            if from == session {
+                return Ok(None);
+            }
+            let Some(fingerprint) = parent.find_history(&history).copied() else {
+                return Ok(None);
+            };
+            let Some(copy) = parent.branch_at(&fingerprint, &messages) else {
+                return Ok(None);
+            };
+            repo.save(&session, &copy)?;
+            Ok(Some((from, copy)))
+        })
+        .await;
+        match found {
+            Ok(Some((_, copy))) => {
+                self.debug(serde_json::json!({
+                    "event": "branchFound",
+                    "turns": copy.turns(),
+                }));
+                Some(copy)
+            }
+            Ok(None) => None,
+            Err(error) => {
+                self.warn(
+                    WarningCode::HandleNotSaved,
+                    format!("the branch's resume handle could not be copied ({error}); the conversation will be rebuilt"),
+                    Some(error.next_step()),
+                );
+                None
+            }
         }
     }
 }

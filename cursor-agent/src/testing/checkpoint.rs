@@ -48,6 +48,18 @@ impl StoredConversation {
         self.turns.iter().map(Turn::encode).collect()
     }
 
+    /// A conversation starting from a checkpoint's journal (its turns as sent; no tool
+    /// registration, no images).
+    pub(super) fn from_journal(journal: &[Vec<u8>]) -> Self {
+        Self {
+            turns: journal
+                .iter()
+                .filter_map(|turn| serde_json::from_slice(turn).ok())
+                .collect(),
+            ..Self::default()
+        }
+    }
+
     /// Registers the run request's images; false when one cannot be matched: this
     /// conversation is poisoned, a known image came under a new id, or an id without data
     /// was never sent.

@@ -26,6 +26,9 @@ pub struct RunRecord {
     /// Bytes of the root prompt's structured history: its JSON messages besides the rules
     /// and a `<conversation_archive>`.
     pub structured_history_bytes: usize,
+    /// Bytes the client sent for the Run's prompt: the encoded run request plus every blob it
+    /// answered over KV (what a resume saves over a rebuild's replayed history).
+    pub request_bytes: usize,
     /// How many root-prompt blobs were fetched over KV (each one parsed as JSON).
     pub blobs_fetched: usize,
     /// The ids of the images the run request attached (`selected_images`), in order.

@@ -19,6 +19,9 @@ type Sink = Arc<dyn Fn(&RunRecord) + Send + Sync>;
 struct State {
     scripts: VecDeque<Script>,
     conversations: HashMap<String, StoredConversation>,
+    /// Every checkpoint journal this backend sent, by its SHA-256, with when: a Run under a
+    /// new conversation id may start from one (docs/PROTOCOL-AGENT.md §10.1).
+    issued: HashMap<[u8; 32], (std::time::Instant, String)>,
     runs: Vec<RunRecord>,
     hold_open: HoldOpen,
     idle_heartbeat: Option<Duration>,
@@ -267,6 +270,7 @@ impl Replica {
         {
             let mut state = self.lock();
             state.conversations.clear();
+            state.issued.clear();
             state.generation += 1;
         }
         self.restarted.notify_waiters();
@@ -293,7 +297,10 @@ impl Replica {
     /// Drops a conversation, as the backend does when it expires one: resuming it then ends
     /// with `not_found`.
     pub fn forget(&self, conversation_id: &str) {
-        self.lock().conversations.remove(conversation_id);
+        let mut state = self.lock();
+        state.conversations.remove(conversation_id);
+        // Its checkpoints are gone too: no new id starts from one (§10.1).
+        state.issued.retain(|_, (_, id)| id != conversation_id);
     }
 
     pub(super) fn next_script(&self) -> Script {
@@ -358,6 +365,23 @@ impl Replica {
 
     pub(super) fn restarted(&self) -> Arc<tokio::sync::Notify> {
         Arc::clone(&self.restarted)
+    }
+
+    /// Remembers that a checkpoint with `journal` was sent.
+    pub(super) fn issue(&self, conversation_id: &str, journal: &[Vec<u8>]) {
+        let digest = journal_digest(journal);
+        self.lock().issued.insert(
+            digest,
+            (std::time::Instant::now(), conversation_id.to_owned()),
+        );
+    }
+
+    /// When a checkpoint with `journal` was sent, if one was.
+    pub(super) fn issued_at(&self, journal: &[Vec<u8>]) -> Option<std::time::Instant> {
+        self.lock()
+            .issued
+            .get(&journal_digest(journal))
+            .map(|(at, _)| *at)
     }
 
     pub(super) fn store(&self, id: &str, conversation: StoredConversation) {
@@ -506,4 +530,14 @@ impl Drop for ReplicaServer {
         // The server lives in the task; aborting it drops the listener and every connection.
         self.task.abort();
     }
+}
+
+fn journal_digest(journal: &[Vec<u8>]) -> [u8; 32] {
+    use sha2::{Digest as _, Sha256};
+    let mut hasher = Sha256::new();
+    for turn in journal {
+        hasher.update((turn.len() as u64).to_le_bytes());
+        hasher.update(turn);
+    }
+    hasher.finalize().into()
 }

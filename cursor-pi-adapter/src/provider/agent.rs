@@ -126,7 +126,10 @@ impl AgentChannel {
             catalog,
             config: SessionConfig::new()
                 .with_profile(pi_profile())
-                .with_workspace_uri(workspace_uri),
+                .with_workspace_uri(workspace_uri)
+                // A forked or copied pi session resumes from the turn it branched at
+                // (PROTOCOL-AGENT §10.1): every handle here is this user's.
+                .with_find_branches(true),
             sessions,
             spawn,
             handles: None,
@@ -150,11 +153,13 @@ impl AgentChannel {
         self
     }
 
-    /// Keeps each session's resume handle in `store`, so a later process resumes the remote
-    /// conversation instead of replaying the transcript.
+    /// Keeps each session's resume handle in `store` (with its branch index on), so a later
+    /// process resumes the remote conversation instead of replaying the transcript, and a
+    /// forked pi session resumes from the turn it forked at.
     #[must_use]
     pub fn with_handle_store(mut self, store: HandleStore) -> Self {
-        self.handles = Some(store);
+        // The branch index lets a forked or copied pi session find its parent's turn.
+        self.handles = Some(store.with_branch_index(true));
         self
     }
 

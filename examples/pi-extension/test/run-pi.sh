@@ -28,6 +28,9 @@
 #   - pi 1.6.0 only: a host tool called as `<provider>-bash` (the replica's --tool-naming dash),
 #     an expired checkpoint (--checkpoint-ttl 1) that rebuilds once, and an interaction query of
 #     an unknown kind that fails the turn with the drift wording;
+#   - pi 1.6.0 only: a session of 6 turns whose file, cut after turn 3, pi forks (`--fork`) into
+#     a new session in a new process: two more turns there resume from turn 3's checkpoint (the
+#     replica saw resumes only, no history replayed) and recall only turns 1-3 and the fork's;
 #   - pi 1.6.0 only: a context overflow (the replica's script `exhausted context-overflow`, a bare
 #     zero-token `resource_exhausted`) on the second turn of a kept session makes pi compact and
 #     send the turn again, which answers (docs/PROTOCOL-AGENT.md §13.2);
@@ -298,6 +301,58 @@ for version in 0.99.1 1.0.3 1.6.0; do
     *) problem "recall was not a resume without history: $record" ;;
   esac
   end
+
+  if [ "$version" = 1.6.0 ]; then
+    begin "$version a session forked at turn 3 of 6 resumes from that turn (docs/PROTOCOL-AGENT.md §10.1)"
+    # Six turns in one kept pi session; then its file cut after the third answer, forked by pi
+    # (--fork) into a new session in a new process, and two more turns there. The replica must
+    # see resumes only (no history replayed), and the fork must remember only turns 1-3.
+    rm -rf "$work/sessions" "$work/fork-base"
+    before=$(runs_logged "$work/runs.jsonl")
+    n=0
+    for ask in "remember the alpha" "remember the bravo" "remember the charlie" \
+      "remember the delta" "remember the echo" "what did I ask you to remember?"; do
+      flag=-c
+      [ "$n" -eq 0 ] && flag=
+      pi_kept "$entry" -e "$ext" $flag --model "$model" -p "$ask" >"$work/six.out" 2>&1 || problem "turn $n exited $?: $(cat "$work/six.out")"
+      n=$((n + 1))
+    done
+    grep -q "the alpha; the bravo; the charlie; the delta; the echo" "$work/six.out" || problem "six turns recalled: $(cat "$work/six.out")"
+    parent=$(ls "$work"/sessions/*.jsonl | head -n 1)
+    mkdir -p "$work/fork-base"
+    # The session file up to and including the third assistant message.
+    node -e '
+      const fs = require("fs");
+      const lines = fs.readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean);
+      const kept = [];
+      let answers = 0;
+      for (const line of lines) {
+        kept.push(line);
+        const entry = JSON.parse(line);
+        if (entry.type === "message" && entry.message && entry.message.role === "assistant" && ++answers === 3) break;
+      }
+      if (answers !== 3) { console.error("fewer than three answers"); process.exit(1); }
+      fs.writeFileSync(process.argv[2], kept.join("\n") + "\n");
+    ' "$parent" "$work/fork-base/at-turn-3.jsonl" || problem "could not cut the session file"
+    pi_kept "$entry" -e "$ext" --fork "$work/fork-base/at-turn-3.jsonl" --model "$model" -p "remember the foxtrot" >"$work/fork.out" 2>&1 ||
+      problem "fork turn exited $?: $(cat "$work/fork.out")"
+    sessions=$(ls "$work"/sessions/*.jsonl | wc -l | tr -d ' ')
+    [ "$sessions" -eq 2 ] || problem "pi kept $sessions sessions, not the parent and the fork"
+    out=$(pi_kept "$entry" -e "$ext" -c --model "$model" -p "what did I ask you to remember?" 2>&1) || problem "fork recall exited $?"
+    case "$out" in
+      *"the alpha; the bravo; the charlie; the foxtrot."*) ;;
+      *) problem "the fork recalled: $out" ;;
+    esac
+    # Runs: the first turn rebuilt (nothing to resume), every later one resumed.
+    tail -n +"$((before + 2))" "$work/runs.jsonl" >"$work/fork-runs.jsonl"
+    total=$(runs_logged "$work/fork-runs.jsonl")
+    [ "$total" -eq 7 ] || problem "$total Runs after the first, not 7: $(cat "$work/fork-runs.jsonl")"
+    resumed=$(grep -c '"label":"agent-resume"' "$work/fork-runs.jsonl" || true)
+    replayed=$(grep -c '"historyReplayed":true' "$work/fork-runs.jsonl" || true)
+    [ "$resumed" -eq 7 ] && [ "$replayed" -eq 0 ] ||
+      problem "$resumed of 7 resumed, $replayed replayed history: $(cat "$work/fork-runs.jsonl")"
+    end
+  fi
 
   if [ "$version" = 1.6.0 ]; then
     begin "$version a context overflow makes pi compact and answer the turn"

@@ -329,7 +329,25 @@ impl Exchange<'_> {
         let resumed = match (&stored, state.turns.is_empty()) {
             (_, true) => None,
             (Some(stored), false) if stored.journal() == state.turns => Some(stored.clone()),
-            // A journal this backend never wrote, or an outdated one: the conversation is gone.
+            // A new conversation id starting from a checkpoint this backend sent (a branch of
+            // another conversation, docs/PROTOCOL-AGENT.md §10.1): the conversation state is
+            // the client's, so the new id starts from it, without the other id's tool
+            // registration. An expired one is lost state (§13.3).
+            (None, false) => match self.replica.issued_at(&state.turns) {
+                Some(at)
+                    if self
+                        .replica
+                        .checkpoint_ttl()
+                        .is_some_and(|ttl| at.elapsed() > ttl) =>
+                {
+                    self.record.label = RunLabel::Resume.as_str().into();
+                    return Err(lost(StateLoss::ConversationData));
+                }
+                Some(_) => Some(StoredConversation::from_journal(&state.turns)),
+                None => return Err(not_found()),
+            },
+            // A journal this backend never wrote, or an outdated one of this id: the
+            // conversation is gone.
             _ => return Err(not_found()),
         };
         let advertised = request.mcp_tools.as_ref().map(|t| t.mcp_tools.as_slice());
@@ -431,6 +449,8 @@ impl Exchange<'_> {
             assistant: answer.clone(),
         });
         let checkpoint = conversation.checkpoint(&state);
+        self.replica
+            .issue(&conversation_id, &conversation.journal());
         conversation.checkpointed_at = Some(std::time::Instant::now());
         self.replica.store(&conversation_id, conversation);
         self.send(Server::ConversationCheckpointUpdate(checkpoint))
@@ -488,6 +508,7 @@ impl Exchange<'_> {
             .collect();
         self.record.user_text = user.text;
         self.record.mcp_tools_sent = request.mcp_tools.is_some();
+        self.record.request_bytes += prost::Message::encoded_len(&request);
         if self.record.conversation_id.is_empty() {
             return Err(Stop::reject("the run request has no conversation id"));
         }
@@ -631,9 +652,13 @@ impl Exchange<'_> {
             Ok(Some(Client::KvClientMessage(wire::KvClientMessage {
                 id: answered,
                 message: Some(KvReply::GetBlobResult(result)),
-            }))) if answered == id => result
-                .blob_data
-                .ok_or_else(|| Stop::reject("a blob was answered without data")),
+            }))) if answered == id => {
+                let data = result
+                    .blob_data
+                    .ok_or_else(|| Stop::reject("a blob was answered without data"))?;
+                self.record.request_bytes += data.len();
+                Ok(data)
+            }
             Ok(_) => Err(Stop::reject("expected the answer to a blob request")),
             // A client that lacks the blob fails closed and leaves: that is the miss.
             Err(_) => Err(Stop {
