@@ -58,7 +58,9 @@ const FIRST_FIELD: u32 = 1;
 /// What a resumed turn changes in the checkpointed state.
 #[derive(Clone, Copy, Debug)]
 pub struct ResumeOverlay<'a> {
-    /// Blob ids to append to the root prompt (the current rules), in order.
+    /// Blob ids to append to the root prompt (the current rules), in order; not appended again
+    /// when the root prompt already ends with them (unchanged rules after an earlier resume),
+    /// so the model reads them once however many turns resumed.
     pub appended_root_prompt_ids: &'a [Vec<u8>],
     /// Replaces `previous_workspace_uris`.
     pub workspace_uris: &'a [String],
@@ -74,19 +76,30 @@ impl ResumeOverlay<'_> {
         let mut out =
             Vec::with_capacity(checkpoint.len() + 64 * self.appended_root_prompt_ids.len());
         let mut reader = Reader::new(checkpoint);
+        let mut root_ids = Vec::new();
         while let Some(field) = reader.next_field()? {
             match field.field {
                 WORKSPACE_URIS_FIELD | CLIENT_NAME_FIELD => expect_wire_type(&field, WIRE_LEN)?,
                 ROOT_PROMPT_FIELD => {
                     expect_wire_type(&field, WIRE_LEN)?;
                     out.extend_from_slice(field.raw);
+                    root_ids.push(field.value);
                 }
                 _ => out.extend_from_slice(field.raw),
             }
         }
+        let appended = self.appended_root_prompt_ids;
+        let already_last = !appended.is_empty()
+            && root_ids.len() >= appended.len()
+            && root_ids[root_ids.len() - appended.len()..]
+                .iter()
+                .zip(appended)
+                .all(|(old, new)| *old == new.as_slice());
         // Repeated fields keep wire order, so ids written after the originals come after them.
-        for id in self.appended_root_prompt_ids {
-            put_len_delimited(&mut out, ROOT_PROMPT_FIELD, id);
+        if !already_last {
+            for id in appended {
+                put_len_delimited(&mut out, ROOT_PROMPT_FIELD, id);
+            }
         }
         for uri in self.workspace_uris {
             put_len_delimited(&mut out, WORKSPACE_URIS_FIELD, uri.as_bytes());
@@ -153,6 +166,27 @@ mod tests {
                 0xb2, 0x01, 0x02, b'e', b'd', // new client name
             ]
         );
+    }
+
+    #[test]
+    fn rules_the_root_prompt_already_ends_with_are_not_appended_again() {
+        let overlay = |ids: &[Vec<u8>]| {
+            ResumeOverlay {
+                appended_root_prompt_ids: ids,
+                workspace_uris: &[],
+                client_name: "",
+            }
+            .apply(CHECKPOINT)
+            .unwrap()
+        };
+        // The checkpoint's root prompt ends with id [1]: the same rules are not appended.
+        assert_eq!(
+            overlay(&[vec![1]]),
+            [0x0a, 0x01, 0x01, 0x98, 0x06, 0x05, 0x42, 0x01, 0x07]
+        );
+        // Changed rules are, and so is a sequence the root prompt does not end with.
+        assert!(overlay(&[vec![3]]).ends_with(&[0x0a, 0x01, 0x03]));
+        assert!(overlay(&[vec![2], vec![1]]).ends_with(&[0x0a, 0x01, 0x02, 0x0a, 0x01, 0x01]));
     }
 
     #[test]
