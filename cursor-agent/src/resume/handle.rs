@@ -369,7 +369,10 @@ impl Handle {
         let base64 = |what: &'static str, text: &str| {
             STANDARD
                 .decode(text)
-                .map_err(|source| HandleFileError::Base64 { what, source })
+                .map_err(|source| HandleFileError::Base64 {
+                    what,
+                    source: Box::new(source),
+                })
         };
         let blob_id = |text: &String| {
             parse_hex32(text)
@@ -491,9 +494,9 @@ pub enum HandleFileError {
     Base64 {
         /// Which field.
         what: &'static str,
-        /// The decoder's complaint.
+        /// The decoder's complaint (boxed: the base64 crate is not part of this crate's API).
         #[source]
-        source: base64::DecodeError,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A blob id is not 64 hex digits.
     #[error("blob id {0:?} is not 64 hex digits")]
