@@ -413,6 +413,7 @@ impl AgentRun {
     }
 }
 
+/// At most the first 64 bytes of `bytes` as hex, for error messages.
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().take(64).map(|b| format!("{b:02x}")).collect()
+    cursor_proto::hex::encode(&bytes[..bytes.len().min(64)])
 }
