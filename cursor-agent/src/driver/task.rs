@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cursor_proto::ir::{Event, StopReason};
+use cursor_proto::ir::Event;
 use cursor_transport::client::AGENT_RUN_PATH;
 use cursor_transport::envelope::Compression;
 use cursor_transport::{BidiCall, Client, CursorError, Origin, RequestHeaders};
@@ -88,10 +88,6 @@ struct Loop {
     commands_open: bool,
     /// The event stream is still read.
     listening: bool,
-    /// The last leg ended with `ToolUse`: the host is owed the next leg's end.
-    owed: bool,
-    /// The run ended with `Done` (half-close politely) rather than failing or being cancelled.
-    clean: bool,
 }
 
 impl Driver {
@@ -104,8 +100,6 @@ impl Driver {
             pending: None,
             commands_open: true,
             listening: true,
-            owed: false,
-            clean: false,
         };
         let open = self.client.bidi(&self.origin, AGENT_RUN_PATH, self.headers);
         match state.until(open).await {
@@ -259,7 +253,7 @@ impl Loop {
         true
     }
 
-    /// Hands queued events to the host until its queue is full, tracking how the legs end.
+    /// Hands queued events to the host until its queue is full, noting the run's typed failure.
     fn forward(&mut self) {
         while self.listening {
             let event = match self.pending.take() {
@@ -315,30 +309,12 @@ impl Loop {
         }
     }
 
-    /// Notes how a leg ended from an event taken from the run.
-    fn track(&mut self, event: &AgentEvent) {
-        if let AgentEvent::Ir(ir) = event {
-            match ir {
-                Event::Done {
-                    reason: StopReason::ToolUse,
-                } => self.owed = true,
-                Event::Done { .. } => {
-                    self.owed = false;
-                    self.clean = true;
-                }
-                Event::Error(_) => {
-                    if let Some(failure) = self.run.failure() {
-                        let _ = self.failure.set(failure.clone());
-                    }
-                    self.owed = false;
-                    self.clean = false;
-                }
-                Event::Aborted => {
-                    self.owed = false;
-                    self.clean = false;
-                }
-                _ => {}
-            }
+    /// Publishes the run's typed failure before its `Error` event reaches the host.
+    fn track(&self, event: &AgentEvent) {
+        if let AgentEvent::Ir(Event::Error(_)) = event
+            && let Some(failure) = self.run.failure()
+        {
+            let _ = self.failure.set(failure.clone());
         }
     }
 
@@ -347,17 +323,12 @@ impl Loop {
         self.listening = false;
         self.run.cancel(now());
         while self.run.poll_event().is_some() {}
-        self.owed = false;
-        self.clean = false;
     }
 
     fn apply(&mut self, command: Option<Command>) {
         match command {
             Some(Command::Submit { results, reply }) => {
                 let result = self.run.submit_tool_results(results, now());
-                if result.is_ok() {
-                    self.owed = false;
-                }
                 let _ = reply.send(result);
             }
             Some(Command::UpdateTools(tools)) => self.run.update_tools(tools),
@@ -376,7 +347,7 @@ impl Loop {
     /// host to come back (submit or cancel) before the event stream ends.
     async fn settle_owed(&mut self) {
         self.forward();
-        while self.owed && self.commands_open && self.listening {
+        while self.run.owes_leg_end() && self.commands_open && self.listening {
             let blocked = self.pending.is_some();
             tokio::select! {
                 command = self.commands.recv() => self.apply(command),
@@ -390,7 +361,8 @@ impl Loop {
     /// Ends the stream: a polite half-close after a clean finish (the server gets a moment to
     /// end its side), a reset otherwise.
     async fn close(&mut self, mut call: BidiCall, server_open: bool) {
-        if !self.clean || !server_open {
+        let clean = self.run.is_done();
+        if !clean || !server_open {
             call.cancel();
         }
         self.settle_owed().await;
@@ -398,7 +370,7 @@ impl Loop {
         // The event stream ends here, before any grace period: the turn is not held open.
         let (closed, _) = mpsc::channel(1);
         drop(std::mem::replace(&mut self.events, closed));
-        if self.clean && server_open {
+        if clean && server_open {
             let _ = call.close_send();
             let drained = tokio::time::timeout(CLOSE_GRACE, async {
                 while let Ok(Some(_)) = call.recv_data().await {}
