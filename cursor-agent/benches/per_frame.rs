@@ -5,10 +5,11 @@
 //!   thinking delta validated and appended to the host's text, the rest skipped;
 //! - `per_frame`: `Decoder::next_frame` + `AgentRun::handle_server_bytes`, events (and frames
 //!   to write) drained after every frame: each delta is its own event;
+//! - `per_frame_ref`: the same with lent frames (`Decoder::next_frame_ref`);
 //! - `driver`: `AgentRun::handle_server_data` per chunk, drained per chunk, as the driver runs.
 //!
-//! Before criterion's rows it prints each path's median CPU time over a few runs and its ratio
-//! to the floor (the issue's goal: `per_frame` within 1.5x of the floor). Times are the bench
+//! Before criterion's rows it prints each path's median CPU time over interleaved rounds and
+//! its ratio to the floor (the issue's goal: `per_frame` within 1.5x of the floor). Times are the bench
 //! thread's CPU time (`support/cpu_time.rs`).
 
 use std::hint::black_box;
@@ -20,7 +21,7 @@ use criterion::measurement::Measurement as _;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cursor_agent::{AgentEvent, AgentRun, RunConfig};
 use cursor_proto::ir::{Conversation, Event};
-use cursor_transport::envelope::{Compression, Decoder, Frame};
+use cursor_transport::envelope::{Compression, Decoder, Frame, FrameRef};
 use stream::{FRAMES, SEED, chunks, conversation, messages};
 
 #[path = "support/cpu_time.rs"]
@@ -124,6 +125,23 @@ fn per_frame(conversation: &Conversation, chunks: &[Bytes]) -> Answer {
     answer
 }
 
+/// The per-frame API with lent frames (`next_frame_ref`: no reference count per frame).
+fn per_frame_ref(conversation: &Conversation, chunks: &[Bytes]) -> Answer {
+    let now = Instant::now();
+    let mut run = open_run(conversation, now);
+    let mut decoder = Decoder::new(Compression::Identity);
+    let mut answer = Answer::default();
+    for chunk in chunks {
+        decoder.push_bytes(chunk.clone());
+        while let Some(FrameRef::Message(frame)) = decoder.next_frame_ref().expect("valid stream") {
+            run.handle_server_bytes(frame, now);
+            drain(&mut run, &mut answer);
+        }
+    }
+    assert!(run.is_finished() && run.failure().is_none());
+    answer
+}
+
 /// The driver's path: body bytes per chunk, drained per chunk.
 fn driver(conversation: &Conversation, chunks: &[Bytes]) -> Answer {
     let now = Instant::now();
@@ -159,23 +177,29 @@ fn drain(run: &mut AgentRun, answer: &mut Answer) {
     }
 }
 
-/// The three paths' median CPU time per frame, in nanoseconds, over `rounds` rounds that
-/// run each path once in turn (so drift of a shared machine affects all three alike).
-fn medians(rounds: usize, paths: &mut [&mut dyn FnMut() -> Answer; 3]) -> [f64; 3] {
-    let mut times = [const { Vec::new() }; 3];
-    for round in 0..rounds + 3 {
+/// Runs of a path per sample: the thread's CPU time advances in scheduler ticks (a few ms),
+/// so one sample spans many runs.
+const BATCH: usize = 16;
+
+/// The paths' median CPU time per frame, in nanoseconds, over `rounds` rounds that
+/// sample each path in turn (so drift of a shared machine affects all alike).
+fn medians<const N: usize>(rounds: usize, paths: &mut [&mut dyn FnMut() -> Answer; N]) -> [f64; N] {
+    let mut times = [const { Vec::new() }; N];
+    for round in 0..=rounds {
         for (path, times) in paths.iter_mut().zip(&mut times) {
             let started = CpuTime.start();
-            black_box(path());
-            // The first rounds warm caches and the allocator up.
-            if round >= 3 {
+            for _ in 0..BATCH {
+                black_box(path());
+            }
+            // The first round warms caches and the allocator up.
+            if round > 0 {
                 times.push(CpuTime.end(started));
             }
         }
     }
     times.map(|mut times| {
         times.sort_unstable();
-        times[times.len() / 2] as f64 / FRAMES as f64
+        times[times.len() / 2] as f64 / (BATCH * FRAMES) as f64
     })
 }
 
@@ -191,31 +215,35 @@ fn per_frame_vs_floor(c: &mut Criterion<CpuTime>) {
     ] {
         assert!(got.text == want.text && got.thinking == want.thinking);
     }
-    // `PER_FRAME_PROFILE=floor|per_frame|driver`: run that path alone (for callgrind).
+    // `PER_FRAME_PROFILE=floor|per_frame|per_frame_ref|driver`: run that path alone (for callgrind).
     if let Ok(path) = std::env::var("PER_FRAME_PROFILE") {
         for _ in 0..5 {
             black_box(match path.as_str() {
                 "floor" => floor(&chunks),
                 "per_frame" => per_frame(&conversation, &chunks),
+                "per_frame_ref" => per_frame_ref(&conversation, &chunks),
                 _ => driver(&conversation, &chunks),
             });
         }
         std::process::exit(0);
     }
 
-    let [floor_ns, per_frame_ns, driver_ns] = medians(
-        21,
+    let [floor_ns, per_frame_ns, per_frame_ref_ns, driver_ns] = medians(
+        9,
         &mut [
             &mut || floor(&chunks),
             &mut || per_frame(&conversation, &chunks),
+            &mut || per_frame_ref(&conversation, &chunks),
             &mut || driver(&conversation, &chunks),
         ],
     );
     println!(
-        "per_frame ratios (median CPU time of 21 interleaved rounds): floor {floor_ns:.1} \
-         ns/frame; per_frame {per_frame_ns:.1} ns/frame = {:.2}x floor; driver {driver_ns:.1} \
+        "per_frame ratios (median CPU time of 9 interleaved rounds of {BATCH} runs): floor \
+         {floor_ns:.1} ns/frame; per_frame {per_frame_ns:.1} ns/frame = {:.2}x floor; \
+         per_frame_ref {per_frame_ref_ns:.1} ns/frame = {:.2}x floor; driver {driver_ns:.1} \
          ns/frame = {:.2}x floor",
         per_frame_ns / floor_ns,
+        per_frame_ref_ns / floor_ns,
         driver_ns / floor_ns,
     );
 
@@ -226,6 +254,9 @@ fn per_frame_vs_floor(c: &mut Criterion<CpuTime>) {
     group.bench_function("floor_100k", |b| b.iter(|| black_box(floor(&chunks))));
     group.bench_function("per_frame_100k", |b| {
         b.iter(|| black_box(per_frame(&conversation, &chunks)));
+    });
+    group.bench_function("per_frame_ref_100k", |b| {
+        b.iter(|| black_box(per_frame_ref(&conversation, &chunks)));
     });
     group.bench_function("driver_100k", |b| {
         b.iter(|| black_box(driver(&conversation, &chunks)));
