@@ -60,7 +60,8 @@ impl AgentRun {
     /// Frames after body bytes fail the Run as [`AgentError::HostMisuse`], as for
     /// [`handle_server_message`](Self::handle_server_message).
     pub fn handle_server_bytes(&mut self, bytes: &[u8], now: Instant) {
-        if self.admit(Input::Frames) {
+        // After the first frame the check is one compare.
+        if self.input == Input::Frames || self.admit(Input::Frames) {
             self.on_bytes(bytes, now);
         }
     }

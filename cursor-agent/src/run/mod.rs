@@ -253,7 +253,16 @@ impl AgentRun {
     /// spliced in byte for byte, so fields of the checkpoint this version does not know reach
     /// the server unchanged (a decoded view would drop them).
     #[must_use]
+    #[inline]
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        // Polled after every frame and mostly empty: that answer stays a load and a compare.
+        if self.transmits.is_empty() {
+            return None;
+        }
+        self.encode_transmit()
+    }
+
+    fn encode_transmit(&mut self) -> Option<Vec<u8>> {
         let frame = self.transmits.pop_front()?;
         if let (Some(raw), Some(wire::agent_client_message::Message::RunRequest(request))) =
             (&self.raw_state, &frame.message)
