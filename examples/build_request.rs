@@ -29,10 +29,6 @@ impl Blob {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 fn string_value(text: &str) -> Value {
     Value {
         kind: Some(Kind::StringValue(text.to_owned())),
@@ -145,13 +141,13 @@ fn main() -> Result<(), serde_json::Error> {
     for (index, blob) in root_prompt.iter().enumerate() {
         println!(
             "root prompt blob {index}: {} ({} bytes)",
-            hex(&blob.id),
+            cursor_proto::hex::encode(&blob.id),
             blob.content.len()
         );
     }
     println!(
         "selected_context_blob: {} ({} bytes)",
-        hex(&selected_context.id),
+        cursor_proto::hex::encode(&selected_context.id),
         selected_context.content.len()
     );
     Ok(())

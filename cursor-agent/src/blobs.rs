@@ -33,7 +33,7 @@ impl BlobId {
 
     /// Lower-case hex, the form used as a map key in stored handles.
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        cursor_proto::hex::encode(&self.0)
     }
 }
 

@@ -66,7 +66,7 @@ impl MakeRequestId for RandomId {
     fn make_request_id<B>(&mut self, _: &http::Request<B>) -> Option<RequestId> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).ok()?;
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = cursor_proto::hex::encode(&bytes);
         http::HeaderValue::from_str(&hex).ok().map(RequestId::new)
     }
 }

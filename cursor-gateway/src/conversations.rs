@@ -338,6 +338,6 @@ fn new_id() -> String {
             .as_nanos();
         bytes.copy_from_slice(&nanos.to_le_bytes());
     }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = cursor_proto::hex::encode(&bytes);
     format!("c-{hex}")
 }

@@ -364,7 +364,7 @@ impl TokenSource for GatewayTokens {
 fn env_fingerprint(access: &str, refresh: &str) -> String {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(format!("{access}\n{refresh}"));
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    cursor_proto::hex::encode(&digest)
 }
 
 /// The rotated credentials in `state/credentials.json`, if they descend from the

@@ -535,7 +535,7 @@ impl Meta {
     pub(crate) fn new(prefix: &str, model: &str) -> Self {
         let mut bytes = [0u8; 12];
         let _ = getrandom::fill(&mut bytes);
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = cursor_proto::hex::encode(&bytes);
         Self {
             id: format!("{prefix}-{hex}"),
             created: SystemTime::now()

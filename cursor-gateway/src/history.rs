@@ -60,20 +60,12 @@ pub struct HistoryFp(pub [u8; 16]);
 impl HistoryFp {
     /// Lowercase hex, for file contents.
     pub fn to_hex(self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        cursor_proto::hex::encode(&self.0)
     }
 
     /// Parses [`to_hex`](Self::to_hex) output.
     pub fn from_hex(text: &str) -> Option<Self> {
-        let text = text.trim();
-        if text.len() != 32 || !text.is_ascii() {
-            return None;
-        }
-        let mut out = [0u8; 16];
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
-        }
-        Some(Self(out))
+        cursor_proto::hex::decode_array(text.trim()).map(Self)
     }
 
     fn chain(self, unit: &[u8]) -> Self {

@@ -38,7 +38,7 @@ impl ClientKeys {
             return;
         }
         let digest = Sha256::digest(key.as_bytes());
-        let namespace: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let namespace = cursor_proto::hex::encode(&digest[..8]);
         self.keys.push((key, format!("key-{namespace}")));
     }
 

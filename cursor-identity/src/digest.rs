@@ -4,10 +4,7 @@ use sha2::{Digest, Sha256};
 
 /// Lower-case hex SHA-256 of `text`'s UTF-8 bytes: the form Cursor's headers carry.
 pub(crate) fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    cursor_proto::hex::encode(&Sha256::digest(text.as_bytes()))
 }
 
 /// Removes all whitespace and lower-cases, as Cursor does to every raw id before hashing.

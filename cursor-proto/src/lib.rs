@@ -62,6 +62,7 @@ pub mod aiserver {
 }
 
 pub mod checkpoint;
+pub mod hex;
 pub mod ir;
 pub mod selected_context_blob;
 pub mod uuid;

@@ -1,7 +1,5 @@
 //! The UUID text form the wire uses for conversation, message, request and login ids.
 
-use std::fmt::Write as _;
-
 /// Formats 16 bytes as a version-4, RFC 4122 variant UUID (lower-case, hyphenated).
 ///
 /// The caller chooses the bytes: the OS random source for real ids, a seeded source for
@@ -19,7 +17,7 @@ pub fn v4_from_bytes(mut bytes: [u8; 16]) -> String {
         if matches!(index, 4 | 6 | 8 | 10) {
             text.push('-');
         }
-        let _ = write!(text, "{byte:02x}");
+        crate::hex::encode_into(&[*byte], &mut text);
     }
     text
 }

@@ -4,11 +4,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cursor_proto::ir::{Event, StopReason};
+use cursor_proto::ir::Event;
 use cursor_transport::client::AGENT_RUN_PATH;
+use cursor_transport::client::drive::{Outlet, close_gracefully, sleep_until};
 use cursor_transport::envelope::Compression;
 use cursor_transport::{BidiCall, Client, CursorError, Origin, RequestHeaders};
 use futures::FutureExt as _;
@@ -20,8 +20,6 @@ use super::now;
 use crate::error::outcome_of;
 use crate::{AgentError, AgentEvent, AgentRun};
 
-/// How long a cleanly finished run waits for the server to end the stream before resetting it.
-const CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// Body chunks (DATA frames) handled per wake-up at most before events are forwarded and
 /// commands looked at.
 const MAX_BURST: usize = 64;
@@ -78,20 +76,12 @@ pub(super) struct Driver {
 struct Loop {
     run: AgentRun,
     commands: mpsc::UnboundedReceiver<Command>,
-    events: mpsc::Sender<AgentEvent>,
+    /// The host's bounded event queue (an event it had no room for holds the response back).
+    outlet: Outlet<AgentEvent>,
     /// The run's typed failure, set before its `Error` event is queued (read through
     /// [`RunEvents::failure`](super::RunEvents::failure)).
     failure: Arc<OnceLock<AgentError>>,
-    /// An event taken from the run that the full queue did not take yet: while it waits, the
-    /// response is not read (backpressure).
-    pending: Option<AgentEvent>,
     commands_open: bool,
-    /// The event stream is still read.
-    listening: bool,
-    /// The last leg ended with `ToolUse`: the host is owed the next leg's end.
-    owed: bool,
-    /// The run ended with `Done` (half-close politely) rather than failing or being cancelled.
-    clean: bool,
 }
 
 impl Driver {
@@ -99,13 +89,9 @@ impl Driver {
         let mut state = Loop {
             run: self.run,
             commands: self.commands,
-            events: self.events,
+            outlet: Outlet::new(self.events),
             failure: self.failure,
-            pending: None,
             commands_open: true,
-            listening: true,
-            owed: false,
-            clean: false,
         };
         let open = self.client.bidi(&self.origin, AGENT_RUN_PATH, self.headers);
         match state.until(open).await {
@@ -144,12 +130,12 @@ impl Loop {
                 return true;
             }
             let deadline = self.run.poll_timeout();
-            let blocked = self.pending.is_some();
+            let blocked = self.outlet.is_blocked();
             tokio::select! {
                 biased;
                 command = self.commands.recv(), if self.commands_open => self.apply(command),
                 // The host's queue is full: nothing more is read until it takes an event.
-                room = has_room(&self.events), if blocked => self.deliver(room),
+                room = self.outlet.has_room(), if blocked => self.deliver(room),
                 data = call.recv_data(), if !blocked => {
                     let mut burst = data.as_ref().map_or(0, |d| d.as_ref().map_or(0, Bytes::len));
                     if !self.receive(data) {
@@ -172,7 +158,7 @@ impl Loop {
                     }
                 }
                 () = sleep_until(deadline) => self.run.handle_timeout(now()),
-                () = self.events.closed(), if self.listening => self.stop_listening(),
+                () = self.outlet.closed(), if self.outlet.is_listening() => self.stop_listening(),
             }
         }
     }
@@ -235,14 +221,14 @@ impl Loop {
                 return None;
             }
             let deadline = self.run.poll_timeout();
-            let blocked = self.pending.is_some();
+            let blocked = self.outlet.is_blocked();
             tokio::select! {
                 biased;
                 output = &mut future => return Some(output),
-                room = has_room(&self.events), if blocked => self.deliver(room),
+                room = self.outlet.has_room(), if blocked => self.deliver(room),
                 command = self.commands.recv(), if self.commands_open => self.apply(command),
                 () = sleep_until(deadline) => self.run.handle_timeout(now()),
-                () = self.events.closed(), if self.listening => self.stop_listening(),
+                () = self.outlet.closed(), if self.outlet.is_listening() => self.stop_listening(),
             }
         }
     }
@@ -259,105 +245,51 @@ impl Loop {
         true
     }
 
-    /// Hands queued events to the host until its queue is full, tracking how the legs end.
+    /// Hands queued events to the host until its queue is full, noting the run's typed failure.
     fn forward(&mut self) {
-        while self.listening {
-            let event = match self.pending.take() {
-                Some(event) => event,
-                None => match self.run.poll_event() {
-                    Some(event) => {
-                        self.track(&event);
-                        event
-                    }
-                    None => break,
-                },
-            };
-            match self.events.try_send(event) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(event)) => {
-                    self.pending = Some(event);
-                    break;
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => self.listening = false,
-            }
-        }
-        if !self.listening {
-            self.pending = None;
-            while let Some(event) = self.run.poll_event() {
-                self.track(&event);
-            }
-            if !self.run.is_finished() {
-                self.stop_listening();
-            }
+        let (run, failure) = (&mut self.run, &self.failure);
+        self.outlet.forward(|| {
+            let event = run.poll_event()?;
+            track(run, failure, &event);
+            Some(event)
+        });
+        if !self.outlet.is_listening() && !self.run.is_finished() {
+            self.stop_listening();
         }
     }
 
     /// The queue made room (`room`), or its receiver is gone: the waiting event goes in, then
     /// whatever else is queued.
     fn deliver(&mut self, room: bool) {
-        if room {
-            self.forward();
-        } else {
-            self.listening = false;
-            self.forward();
+        if !room {
+            self.outlet.stop_listening();
         }
+        self.forward();
     }
 
     /// Waits until every event the run queued reached the host's queue (or nobody listens).
     async fn flush(&mut self) {
         loop {
             self.forward();
-            if self.pending.is_none() || !self.listening {
+            if !self.outlet.is_blocked() || !self.outlet.is_listening() {
                 return;
             }
-            let room = has_room(&self.events).await;
+            let room = self.outlet.has_room().await;
             self.deliver(room);
-        }
-    }
-
-    /// Notes how a leg ended from an event taken from the run.
-    fn track(&mut self, event: &AgentEvent) {
-        if let AgentEvent::Ir(ir) = event {
-            match ir {
-                Event::Done {
-                    reason: StopReason::ToolUse,
-                } => self.owed = true,
-                Event::Done { .. } => {
-                    self.owed = false;
-                    self.clean = true;
-                }
-                Event::Error(_) => {
-                    if let Some(failure) = self.run.failure() {
-                        let _ = self.failure.set(failure.clone());
-                    }
-                    self.owed = false;
-                    self.clean = false;
-                }
-                Event::Aborted => {
-                    self.owed = false;
-                    self.clean = false;
-                }
-                _ => {}
-            }
         }
     }
 
     /// Nobody reads the events any more: the run is cancelled.
     fn stop_listening(&mut self) {
-        self.listening = false;
+        self.outlet.stop_listening();
         self.run.cancel(now());
         while self.run.poll_event().is_some() {}
-        self.owed = false;
-        self.clean = false;
     }
 
     fn apply(&mut self, command: Option<Command>) {
         match command {
             Some(Command::Submit { results, reply }) => {
                 let result = self.run.submit_tool_results(results, now());
-                if result.is_ok() {
-                    self.owed = false;
-                }
                 let _ = reply.send(result);
             }
             Some(Command::UpdateTools(tools)) => self.run.update_tools(tools),
@@ -376,12 +308,12 @@ impl Loop {
     /// host to come back (submit or cancel) before the event stream ends.
     async fn settle_owed(&mut self) {
         self.forward();
-        while self.owed && self.commands_open && self.listening {
-            let blocked = self.pending.is_some();
+        while self.run.owes_leg_end() && self.commands_open && self.outlet.is_listening() {
+            let blocked = self.outlet.is_blocked();
             tokio::select! {
                 command = self.commands.recv() => self.apply(command),
-                room = has_room(&self.events), if blocked => self.deliver(room),
-                () = self.events.closed() => self.listening = false,
+                room = self.outlet.has_room(), if blocked => self.deliver(room),
+                () = self.outlet.closed() => self.outlet.stop_listening(),
             }
             self.forward();
         }
@@ -390,37 +322,25 @@ impl Loop {
     /// Ends the stream: a polite half-close after a clean finish (the server gets a moment to
     /// end its side), a reset otherwise.
     async fn close(&mut self, mut call: BidiCall, server_open: bool) {
-        if !self.clean || !server_open {
+        let clean = self.run.is_done();
+        if !clean || !server_open {
             call.cancel();
         }
         self.settle_owed().await;
         self.flush().await;
         // The event stream ends here, before any grace period: the turn is not held open.
-        let (closed, _) = mpsc::channel(1);
-        drop(std::mem::replace(&mut self.events, closed));
-        if self.clean && server_open {
-            let _ = call.close_send();
-            let drained = tokio::time::timeout(CLOSE_GRACE, async {
-                while let Ok(Some(_)) = call.recv_data().await {}
-            })
-            .await;
-            if drained.is_err() {
-                call.cancel();
-            }
+        self.outlet.close();
+        if clean && server_open {
+            close_gracefully(&mut call).await;
         }
     }
 }
 
-/// Waits until the host's queue has room for one event; false when nobody listens any more.
-/// (The slot is not held: this task is the only sender, so the next `try_send` gets it.)
-async fn has_room(events: &mpsc::Sender<AgentEvent>) -> bool {
-    events.reserve().await.is_ok()
-}
-
-/// Sleeps until `deadline` on tokio's clock, forever when there is none.
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
+/// Publishes the run's typed failure before its `Error` event reaches the host.
+fn track(run: &AgentRun, failure: &OnceLock<AgentError>, event: &AgentEvent) {
+    if let AgentEvent::Ir(Event::Error(_)) = event
+        && let Some(error) = run.failure()
+    {
+        let _ = failure.set(error.clone());
     }
 }

@@ -172,19 +172,10 @@ fn field(hasher: &mut Sha256, tag: u8, bytes: &[u8]) {
     hasher.update(bytes);
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use cursor_proto::hex::encode as hex;
 
 pub(crate) fn parse_hex32(text: &str) -> Option<[u8; 32]> {
-    if text.len() != 64 || !text.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
+    cursor_proto::hex::decode_array(text)
 }
 
 #[cfg(test)]

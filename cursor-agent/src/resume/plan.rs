@@ -154,6 +154,16 @@ impl Plan {
         )
     }
 
+    /// How many stored blobs a resume loads (0 on a rebuild).
+    #[cfg(feature = "driver")]
+    pub(crate) fn resumed_blobs(&self) -> usize {
+        if self.seed.is_some() {
+            self.blobs.len()
+        } else {
+            0
+        }
+    }
+
     /// Opens the planned Run for `conversation` (which must end with the user turn to ask).
     pub fn open(self, conversation: &Conversation, now: Instant) -> Result<AgentRun, AgentError> {
         AgentRun::open(

@@ -1,7 +1,20 @@
 //! Exec requests: each is answered by the policy's decision (refused, thrown, reported),
 //! lifted to a host tool call (MCP), or translated into one (native requests); never run.
 
-use super::*;
+use std::time::Instant;
+
+use cursor_proto::agent::v1::{self as wire, McpArgs, exec_client_message::Message as Reply};
+use cursor_proto::ir::{Event, Tool, ToolCall};
+
+use super::AgentRun;
+use super::calls::PendingCall;
+use super::timers::Timer;
+use crate::event::{ExecAudit, ExecOutcome};
+use crate::intent::Intent;
+use crate::policy::{Decision, ExecArm, Refusal, decide};
+use crate::redirect::Redirector;
+use crate::translate::{self, Translation};
+use crate::{AgentError, AgentEvent, frames, mcp, ranking, trace};
 
 impl AgentRun {
     pub(super) fn on_exec(
@@ -10,7 +23,7 @@ impl AgentRun {
         now: Instant,
     ) -> Result<(), AgentError> {
         let id = exec.id;
-        if self.pending.iter().any(|p| p.id == id) {
+        if self.phase.calls().is_some_and(|calls| calls.holds_exec(id)) {
             return Err(AgentError::drift(format!(
                 "exec id {id} reused while pending"
             )));
@@ -149,7 +162,8 @@ impl AgentRun {
         translation: Option<Box<Translation>>,
         now: Instant,
     ) -> Result<(), AgentError> {
-        if self.pending.len() >= self.config.limits.max_pending_tool_calls {
+        let held = self.phase.calls().map_or(0, |calls| calls.len());
+        if held >= self.config.limits.max_pending_tool_calls {
             return Err(AgentError::drift(
                 "more concurrent tool calls than the run allows",
             ));
@@ -159,8 +173,11 @@ impl AgentRun {
         let tool_call_id = call.id.clone();
         let outcome = match &translation {
             Some(translation) => {
-                if self.exec_heartbeat_at.is_none() {
-                    self.exec_heartbeat_at = Some(now + self.config.timers.exec_heartbeat_interval);
+                if !self.deadlines.is_armed(Timer::ExecHeartbeat) {
+                    self.deadlines.set(
+                        Timer::ExecHeartbeat,
+                        now + self.config.timers.exec_heartbeat_interval,
+                    );
                 }
                 ExecOutcome::Translated {
                     tool_call_id,
@@ -170,18 +187,21 @@ impl AgentRun {
             None => ExecOutcome::HostToolCall { tool_call_id },
         };
         let span = self.audit(id, arm, outcome);
-        self.pending.push(PendingCall {
-            id,
-            exec_id,
-            tool_call_id: call.id.clone(),
-            yielded: false,
-            translation,
-            issued_at: now,
-            span,
-        });
+        if let Some(calls) = self.phase.calls_mut() {
+            calls.push(PendingCall {
+                id,
+                exec_id,
+                tool_call_id: call.id.clone(),
+                yielded: false,
+                translation,
+                issued_at: now,
+                span,
+            });
+        }
         self.emit(Event::ToolCall(call))?;
-        if self.phase == Phase::Streaming {
-            self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
+        if self.phase.is_streaming() {
+            self.deadlines
+                .set(Timer::Debounce, now + self.config.timers.tool_call_debounce);
         }
         Ok(())
     }
@@ -192,15 +212,12 @@ impl AgentRun {
     ) -> Result<(), AgentError> {
         match control.message {
             Some(wire::exec_server_control_message::Message::Abort(abort)) => {
-                if let Some(index) = self.pending.iter().position(|p| p.id == abort.id) {
-                    let call = self.pending.remove(index);
-                    if self.aborted.len() >= self.config.limits.max_pending_tool_calls {
-                        self.aborted.pop_front();
-                    }
-                    self.aborted.push_back(call.tool_call_id);
-                    if self.pending.is_empty() {
-                        self.debounce_at = None;
-                    }
+                let cap = self.config.limits.max_pending_tool_calls;
+                if let Some(calls) = self.phase.calls_mut()
+                    && calls.abort(abort.id, cap)
+                    && calls.is_empty()
+                {
+                    self.deadlines.stop(Timer::Debounce);
                 }
                 Ok(())
             }

@@ -1,7 +1,39 @@
 //! What the server sent: response head, body bytes, frames (hot path and general), interaction
 //! updates, KV blob requests, and the end of the stream.
 
-use super::*;
+use std::time::Instant;
+
+use bytes::Bytes;
+use cursor_proto::agent::v1::{
+    self as wire, AgentServerMessage, TurnEndedUpdate, agent_server_message::Message as Server,
+    interaction_update::Message as Update,
+};
+use cursor_proto::ir::{ErrorInfo, Event, StopReason};
+use cursor_transport::CursorError;
+use cursor_transport::envelope::{Compression, Decoder, FrameRef};
+use prost::Message as _;
+
+use super::phase::Phase;
+use super::timers::Watchdog;
+use super::{AgentRun, hex};
+use crate::blobs::BlobId;
+use crate::error::outcome_of;
+use crate::event_queue::Delta;
+use crate::hot::Hot;
+use crate::text_window::TextWindow;
+use crate::{AgentError, AgentEvent, RemoteMissing, StreamOutcome, frames, interaction};
+
+/// How the host feeds the response body: the drain contract allows one way per Run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Input {
+    Unset,
+    /// `handle_response_head` came, no bytes yet.
+    Head,
+    /// Body bytes (`handle_server_data`).
+    Data,
+    /// Decoded frames (`handle_server_message`, `handle_server_bytes`).
+    Frames,
+}
 
 impl AgentRun {
     /// One decoded server frame.
@@ -15,7 +47,7 @@ impl AgentRun {
     }
 
     pub(super) fn on_message(&mut self, message: AgentServerMessage, now: Instant) {
-        if self.phase == Phase::Finished {
+        if self.phase.is_finished() {
             return;
         }
         if let Err(error) = self.dispatch(message, now) {
@@ -28,7 +60,8 @@ impl AgentRun {
     /// Frames after body bytes fail the Run as [`AgentError::HostMisuse`], as for
     /// [`handle_server_message`](Self::handle_server_message).
     pub fn handle_server_bytes(&mut self, bytes: &[u8], now: Instant) {
-        if self.admit(Input::Frames) {
+        // After the first frame the check is one compare.
+        if self.input == Input::Frames || self.admit(Input::Frames) {
             self.on_bytes(bytes, now);
         }
     }
@@ -43,7 +76,7 @@ impl AgentRun {
             _ => None,
         };
         if let Some(what) = misuse {
-            if self.phase != Phase::Finished {
+            if !self.phase.is_finished() {
                 self.fail(AgentError::HostMisuse(what));
             }
             return false;
@@ -55,13 +88,13 @@ impl AgentRun {
     }
 
     pub(super) fn on_bytes(&mut self, bytes: &[u8], now: Instant) {
-        if self.phase == Phase::Finished {
+        if self.phase.is_finished() {
             return;
         }
         // The commonest frame, a bare text or thinking delta, is matched byte for byte here
         // (inlined); the other frequent arms skip prost's generic decode; prost decodes the rest.
         if let Some((kind, text)) = crate::hot::bare_delta(bytes)
-            && self.phase == Phase::Streaming
+            && self.phase.is_streaming()
         {
             self.stream_delta(kind, text, now);
             return;
@@ -122,14 +155,14 @@ impl AgentRun {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn handle_server_data(&mut self, data: Bytes, now: Instant) {
-        if self.phase == Phase::Finished || !self.admit(Input::Data) {
+        if self.phase.is_finished() || !self.admit(Input::Data) {
             return;
         }
         // The decoder leaves `self` while its frames are lent, so handlers can borrow `self`.
         let mut body = std::mem::replace(&mut self.body, Decoder::new(Compression::Identity));
         body.push_bytes(data.clone());
         let mut window = TextWindow::new(&data);
-        while self.phase != Phase::Finished {
+        while !self.phase.is_finished() {
             match body.next_frame_ref() {
                 Ok(None) => break,
                 Ok(Some(FrameRef::Message(frame))) => self.on_frame(frame, &mut window, now),
@@ -155,7 +188,7 @@ impl AgentRun {
     #[inline]
     pub(super) fn on_frame(&mut self, frame: &[u8], window: &mut TextWindow<'_>, now: Instant) {
         if let Some((kind, text)) = crate::hot::bare_delta_bytes(frame)
-            && self.phase == Phase::Streaming
+            && self.phase.is_streaming()
             && let Some(text) = window.str_of(text)
         {
             self.stream_delta(kind, text, now);
@@ -167,17 +200,14 @@ impl AgentRun {
     /// What `on_delta` does with a delta while streaming, without its layers (the hot path).
     #[inline(always)]
     pub(super) fn stream_delta(&mut self, kind: Delta, text: &str, now: Instant) {
-        self.work_deadline = Some(WorkDeadline {
-            since: now,
-            first_frame: false,
-        });
+        self.deadlines.arm_watchdog(now, Watchdog::Idle);
         self.events.push_delta(kind, text);
     }
 
     /// The server side of the stream ended. Before `turn_ended` that is a failure: the
     /// outcome's error when it carries one, a network error otherwise.
     pub fn handle_end_of_stream(&mut self, outcome: StreamOutcome, _now: Instant) {
-        if self.phase == Phase::Finished {
+        if self.phase.is_finished() {
             return;
         }
         self.fail(match outcome {
@@ -206,7 +236,7 @@ impl AgentRun {
     fn exhausted(&self, mut info: ErrorInfo) -> ErrorInfo {
         let meaning = cursor_transport::Refusal::of_resource_exhausted(
             &info.message,
-            Some(self.output_tokens),
+            Some(self.tally.output_tokens),
         );
         if meaning == cursor_transport::Refusal::ContextOverflow {
             info.message = format!(
@@ -258,11 +288,8 @@ impl AgentRun {
     /// A work frame arrived: the idle watchdog restarts (heartbeats never call this).
     #[inline]
     pub(super) fn work(&mut self, now: Instant) {
-        if self.phase == Phase::Streaming {
-            self.work_deadline = Some(WorkDeadline {
-                since: now,
-                first_frame: false,
-            });
+        if self.phase.is_streaming() {
+            self.deadlines.arm_watchdog(now, Watchdog::Idle);
         }
     }
 
@@ -346,7 +373,7 @@ impl AgentRun {
         kind: Delta,
         text: T,
     ) -> Result<(), AgentError> {
-        if self.phase != Phase::AwaitingTools {
+        if !self.phase.is_awaiting_tools() {
             self.events.push_delta(kind, text.as_ref());
             return Ok(());
         }
@@ -357,20 +384,18 @@ impl AgentRun {
         })
     }
 
+    #[inline]
     pub(super) fn on_tokens(&mut self, tokens: i32) {
-        self.output_tokens += u64::try_from(tokens).unwrap_or(0);
+        self.tally.on_tokens(tokens);
     }
 
     pub(super) fn on_turn_ended(&mut self, ended: TurnEndedUpdate) {
-        self.server_usage = Some(ended);
-        if !self.pending.is_empty() {
+        self.tally.server_usage = Some(ended);
+        match &mut self.phase {
             // Not terminal while a host tool call is pending: the debounce ends the leg.
-            return;
-        }
-        match self.phase {
-            Phase::Streaming => self.finish(StopReason::Stop),
-            Phase::AwaitingTools => self.ended_while_parked = true,
-            Phase::Finished => {}
+            Phase::Streaming(calls) if calls.is_empty() => self.finish(StopReason::Stop),
+            Phase::AwaitingTools(round) if round.calls.is_empty() => round.turn_ended = true,
+            _ => {}
         }
     }
 

@@ -3,43 +3,31 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use bytes::Bytes;
-use cursor_proto::agent::v1::{
-    self as wire, AgentClientMessage, AgentServerMessage, McpArgs, McpToolDefinition,
-    TurnEndedUpdate, agent_server_message::Message as Server,
-    exec_client_message::Message as Reply, interaction_update::Message as Update,
-};
-use cursor_proto::ir::{
-    Conversation, ErrorInfo, Event, StopReason, Tool, ToolCall, ToolResult, Usage,
-};
-use cursor_transport::CursorError;
-use cursor_transport::envelope::{Compression, Decoder, FrameRef};
+use cursor_proto::agent::v1::{self as wire, AgentClientMessage, McpToolDefinition};
+use cursor_proto::ir::{Conversation, ErrorInfo, Event, StopReason, Tool};
+use cursor_transport::envelope::{Compression, Decoder};
 use prost::Message as _;
 
 use crate::blobs::{BlobId, BlobStore};
-use crate::error::outcome_of;
-use crate::event::{ExecAudit, ExecOutcome, ResumePoint};
-use crate::event_queue::{Delta, EventQueue};
-use crate::hot::Hot;
+use crate::event::ResumePoint;
+use crate::event_queue::EventQueue;
 use crate::ids::IdSource;
-use crate::intent::Intent;
-use crate::policy::{Decision, ExecArm, Refusal, decide};
-use crate::redirect::Redirector;
 use crate::request::ResumeSeed;
-use crate::text_window::TextWindow;
-use crate::trace;
-use crate::translate::{self, Translation};
-use crate::{
-    AgentError, AgentEvent, RemoteMissing, RunConfig, StreamOutcome, frames, interaction, mcp,
-};
-use crate::{ranking, request, usage};
+use crate::{AgentError, AgentEvent, RunConfig, frames, request, trace, usage};
 
+mod calls;
 mod exec;
 mod input;
+mod phase;
+mod tally;
 mod timers;
 mod tool_round;
 
-use timers::WorkDeadline;
+use calls::ToolCalls;
+use input::Input;
+use phase::{Ending, Phase};
+use tally::Tally;
+use timers::TimerTable;
 
 /// The sans-IO state machine of one Run: no sockets, no runtime, no clock.
 ///
@@ -71,26 +59,14 @@ pub struct AgentRun {
     definitions: Vec<McpToolDefinition>,
     transmits: VecDeque<AgentClientMessage>,
     events: EventQueue,
-    /// Host events that arrive while the host runs tools; released with the next leg.
-    deferred: VecDeque<Event>,
+    /// Where the Run is, with the tool calls, the tool round or the ending it owns.
     phase: Phase,
-    pending: Vec<PendingCall>,
-    /// Tool calls the server aborted after they were handed to the host (bounded).
-    aborted: VecDeque<String>,
-    debounce_at: Option<Instant>,
-    work_deadline: Option<WorkDeadline>,
-    heartbeat_at: Option<Instant>,
+    /// Every deadline: watchdog, heartbeats, exec heartbeats, debounce.
+    deadlines: TimerTable,
     misses: u32,
-    output_tokens: u64,
-    server_usage: Option<TurnEndedUpdate>,
-    input_estimate: u64,
-    /// A failure that happened while the host ran tools; reported as the next leg's end.
-    parked_failure: Option<ErrorInfo>,
-    /// `turn_ended` arrived while the host ran tools.
-    ended_while_parked: bool,
+    /// Token accounting for the usage each leg reports.
+    tally: Tally,
     checkpoint: Option<Vec<u8>>,
-    /// When translated execs parked on the host are next kept alive (`ExecClientHeartbeat`).
-    exec_heartbeat_at: Option<Instant>,
     /// A resumed run's `conversation_state` as raw bytes (the overlaid checkpoint), spliced
     /// into the run request by [`poll_transmit`](Self::poll_transmit).
     raw_state: Option<Vec<u8>>,
@@ -103,42 +79,6 @@ pub struct AgentRun {
     /// The served model the server last named (`routed_model`), reported once per change.
     routed_model: Option<String>,
     /// This Run's `tracing` span (see [`span`](Self::span)).
-    span: tracing::Span,
-}
-
-/// How the host feeds the response body: the drain contract allows one way per Run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Input {
-    Unset,
-    /// `handle_response_head` came, no bytes yet.
-    Head,
-    /// Body bytes (`handle_server_data`).
-    Data,
-    /// Decoded frames (`handle_server_message`, `handle_server_bytes`).
-    Frames,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// The server is producing the current leg.
-    Streaming,
-    /// The leg ended with `ToolUse`; the stream stays open until the host's results arrive.
-    AwaitingTools,
-    /// Done, failed or cancelled: the driver may close the stream.
-    Finished,
-}
-
-#[derive(Clone, Debug)]
-struct PendingCall {
-    id: u32,
-    exec_id: String,
-    tool_call_id: String,
-    /// Handed to the host in a finished leg (so its result is due with the next submit).
-    yielded: bool,
-    /// Set for a translated native exec: how to encode the host's result back.
-    translation: Option<Box<Translation>>,
-    issued_at: Instant,
-    /// The exec's span, open until the host's result is sent.
     span: tracing::Span,
 }
 
@@ -200,11 +140,7 @@ impl AgentRun {
             events.push(AgentEvent::Ir(Event::Reset));
         }
         Ok(Self {
-            work_deadline: Some(WorkDeadline {
-                since: now,
-                first_frame: true,
-            }),
-            heartbeat_at: Some(now + config.timers.heartbeat_interval),
+            deadlines: TimerTable::new(now, &config.timers),
             prefix: config.tool_prefix(),
             config,
             conversation_id,
@@ -214,19 +150,10 @@ impl AgentRun {
             definitions: opening.definitions,
             transmits,
             events,
-            deferred: VecDeque::new(),
-            phase: Phase::Streaming,
-            pending: Vec::new(),
-            aborted: VecDeque::new(),
-            debounce_at: None,
+            phase: Phase::Streaming(ToolCalls::default()),
             misses: 0,
-            output_tokens: 0,
-            server_usage: None,
-            input_estimate,
-            parked_failure: None,
-            ended_while_parked: false,
+            tally: Tally::new(input_estimate),
             checkpoint: None,
-            exec_heartbeat_at: None,
             raw_state: opening.raw_state,
             failure: None,
             body: Decoder::new(Compression::Identity),
@@ -288,12 +215,30 @@ impl AgentRun {
     /// draining [`poll_transmit`](Self::poll_transmit). A server that keeps the stream open
     /// after `turn_ended` does not hold the turn open.
     pub fn is_finished(&self) -> bool {
-        self.phase == Phase::Finished
+        self.phase.is_finished()
     }
 
     /// True while the host owes results for tool calls of a finished leg.
     pub fn is_awaiting_tool_results(&self) -> bool {
-        self.phase == Phase::AwaitingTools
+        self.phase.is_awaiting_tools()
+    }
+
+    /// True while the host is owed the end of a leg: it is running the tools of a leg that
+    /// ended with `ToolUse`, or the stream failed meanwhile and the failure waits for the
+    /// host's next call. A driver keeps the event stream open until then.
+    #[cfg(feature = "driver")]
+    pub(crate) fn owes_leg_end(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::AwaitingTools(_) | Phase::Finished(Ending::FailedWhileParked(_))
+        )
+    }
+
+    /// True once the Run finished with `Done` (rather than failing or being cancelled): a
+    /// driver half-closes the stream politely instead of resetting it.
+    #[cfg(feature = "driver")]
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Finished(Ending::Done))
     }
 
     /// Requests in this model turn that did not become host tool calls (the loop guard's count).
@@ -308,7 +253,16 @@ impl AgentRun {
     /// spliced in byte for byte, so fields of the checkpoint this version does not know reach
     /// the server unchanged (a decoded view would drop them).
     #[must_use]
+    #[inline]
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        // Polled after every frame and mostly empty: that answer stays a load and a compare.
+        if self.transmits.is_empty() {
+            return None;
+        }
+        self.encode_transmit()
+    }
+
+    fn encode_transmit(&mut self) -> Option<Vec<u8>> {
         let frame = self.transmits.pop_front()?;
         if let (Some(raw), Some(wire::agent_client_message::Message::RunRequest(request))) =
             (&self.raw_state, &frame.message)
@@ -339,25 +293,27 @@ impl AgentRun {
 
     /// The host cancelled: nothing more is written, the leg ends with `Aborted`.
     pub fn cancel(&mut self, _now: Instant) {
-        if self.phase == Phase::Finished && self.parked_failure.take().is_none() {
+        if matches!(
+            self.phase,
+            Phase::Finished(Ending::Done | Ending::Failed | Ending::Cancelled)
+        ) {
             return;
         }
         self.transmits.clear();
-        self.deferred.clear();
+        self.phase.end(Ending::Cancelled);
         self.events.push(AgentEvent::Ir(Event::Aborted));
-        self.phase = Phase::Finished;
         self.span.record("outcome", "cancelled");
     }
 
     /// Queues a host event, or holds it for the next leg while the host runs tools.
     fn emit(&mut self, event: Event) -> Result<(), AgentError> {
-        if self.phase == Phase::AwaitingTools {
-            if self.deferred.len() >= self.config.limits.max_deferred_events {
+        if let Phase::AwaitingTools(round) = &mut self.phase {
+            if round.deferred.len() >= self.config.limits.max_deferred_events {
                 return Err(AgentError::drift(
                     "server kept streaming while the host ran tools",
                 ));
             }
-            self.deferred.push_back(event);
+            round.deferred.push_back(event);
         } else {
             self.events.push(AgentEvent::Ir(event));
         }
@@ -370,30 +326,13 @@ impl AgentRun {
             self.events.push(AgentEvent::Resumable(Box::new(point)));
         }
         self.events.push(AgentEvent::Ir(Event::Done { reason }));
-        self.phase = Phase::Finished;
+        self.phase.end(Ending::Done);
         self.span.record("outcome", "done");
     }
 
     fn push_usage(&mut self) {
-        let mut usage = Usage::default();
-        let reported = self.server_usage.as_ref();
-        let positive = |value: Option<i64>| value.and_then(|v| u64::try_from(v).ok());
-        match reported.and_then(|u| positive(u.input_tokens)) {
-            Some(input) => usage.input_tokens = input,
-            None => {
-                usage.input_tokens = self.input_estimate;
-                usage.input_estimated = true;
-            }
-        }
-        usage.output_tokens = reported
-            .and_then(|u| positive(u.output_tokens))
-            .unwrap_or(self.output_tokens);
-        if let Some(reported) = reported {
-            usage.cache_read_tokens = positive(reported.cache_read_tokens).unwrap_or(0);
-            usage.cache_write_tokens = positive(reported.cache_write_tokens).unwrap_or(0);
-            usage.reasoning_tokens = positive(reported.reasoning_tokens).unwrap_or(0);
-        }
-        self.events.push(AgentEvent::Ir(Event::Usage(usage)));
+        self.events
+            .push(AgentEvent::Ir(Event::Usage(self.tally.usage())));
     }
 
     /// Ends the run with `error`. Nothing more is written. While the host runs tools the leg
@@ -403,16 +342,16 @@ impl AgentRun {
         self.span.record("outcome", info.kind.as_str());
         self.failure = Some(error);
         self.transmits.clear();
-        self.deferred.clear();
-        if self.phase == Phase::AwaitingTools {
-            self.parked_failure = Some(info);
+        if self.phase.is_awaiting_tools() {
+            self.phase.end(Ending::FailedWhileParked(info));
         } else {
             self.events.push(AgentEvent::Ir(Event::Error(info)));
+            self.phase.end(Ending::Failed);
         }
-        self.phase = Phase::Finished;
     }
 }
 
+/// At most the first 64 bytes of `bytes` as hex, for error messages.
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().take(64).map(|b| format!("{b:02x}")).collect()
+    cursor_proto::hex::encode(&bytes[..bytes.len().min(64)])
 }

@@ -1,7 +1,16 @@
 //! A tool round: the leg ends with `ToolUse`, and the host's results go back on the same
 //! stream, encoded per request (MCP result or the native result shape).
 
-use super::*;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use cursor_proto::agent::v1::exec_client_message::Message as Reply;
+use cursor_proto::ir::{Event, StopReason, ToolResult};
+
+use super::phase::{Ending, Phase, ToolRound};
+use super::timers::{Timer, Watchdog};
+use super::{AgentRun, ToolCalls};
+use crate::{AgentError, AgentEvent, frames, mcp, translate, usage};
 
 impl AgentRun {
     /// The host's results for the tool calls of the leg that ended with `ToolUse`. Writes one
@@ -17,34 +26,27 @@ impl AgentRun {
         results: Vec<ToolResult>,
         now: Instant,
     ) -> Result<(), AgentError> {
-        if self.phase == Phase::Finished {
-            let info = self
-                .parked_failure
-                .take()
-                .ok_or(AgentError::NotAwaitingTools)?;
-            self.events.push(AgentEvent::Ir(Event::Error(info)));
-            return Ok(());
-        }
-        if self.phase != Phase::AwaitingTools {
-            return Err(AgentError::NotAwaitingTools);
-        }
-        for result in &results {
-            let issued = self
-                .pending
-                .iter()
-                .any(|p| p.yielded && p.tool_call_id == result.tool_call_id)
-                || self.aborted.contains(&result.tool_call_id);
-            if !issued {
-                return Err(AgentError::UnknownToolResult {
-                    tool_call_id: result.tool_call_id.clone(),
-                });
+        let round = match &mut self.phase {
+            Phase::AwaitingTools(round) => round,
+            Phase::Finished(Ending::FailedWhileParked(_)) => {
+                if let Phase::Finished(Ending::FailedWhileParked(info)) =
+                    self.phase.end(Ending::Failed)
+                {
+                    self.events.push(AgentEvent::Ir(Event::Error(info)));
+                }
+                return Ok(());
             }
+            Phase::Streaming(_) | Phase::Finished(_) => return Err(AgentError::NotAwaitingTools),
+        };
+        if let Some(unknown) = results
+            .iter()
+            .find(|result| !round.calls.issued(&result.tool_call_id))
+        {
+            return Err(AgentError::UnknownToolResult {
+                tool_call_id: unknown.tool_call_id.clone(),
+            });
         }
-        let (answered, still_pending): (Vec<PendingCall>, Vec<PendingCall>) =
-            std::mem::take(&mut self.pending)
-                .into_iter()
-                .partition(|p| p.yielded);
-        self.pending = still_pending;
+        let answered = round.calls.take_answered();
         let root = translate::workspace_root(&self.config.workspace_uris);
         for call in answered {
             let result = results.iter().find(|r| r.tool_call_id == call.tool_call_id);
@@ -52,7 +54,7 @@ impl AgentRun {
             if let Some(translation) = &call.translation {
                 let replies = match result {
                     Some(result) => {
-                        self.input_estimate += usage::estimate_result(result);
+                        self.tally.input_estimate += usage::estimate_result(result);
                         let elapsed = now.saturating_duration_since(call.issued_at);
                         let cap = mcp::TextCap::of(&self.config);
                         translation.encode(result, elapsed, &root, &cap)
@@ -68,7 +70,7 @@ impl AgentRun {
             }
             let encoded = match result {
                 Some(result) => {
-                    self.input_estimate += usage::estimate_result(result);
+                    self.tally.input_estimate += usage::estimate_result(result);
                     mcp::success(
                         result,
                         &self.config.limits,
@@ -84,40 +86,55 @@ impl AgentRun {
             ));
             self.transmits.push_back(frames::stream_close(call.id));
         }
-        self.aborted.clear();
-        if !self.pending.iter().any(|p| p.translation.is_some()) {
-            self.exec_heartbeat_at = None;
+        // The next leg starts with the calls issued meanwhile.
+        let Phase::AwaitingTools(round) =
+            std::mem::replace(&mut self.phase, Phase::Streaming(ToolCalls::default()))
+        else {
+            unreachable!("checked above");
+        };
+        let ToolRound {
+            calls,
+            deferred,
+            turn_ended,
+        } = round;
+        if !calls.any_translated() {
+            self.deadlines.stop(Timer::ExecHeartbeat);
         }
-        self.phase = Phase::Streaming;
-        self.output_tokens = 0;
-        self.server_usage = None;
-        self.work_deadline = Some(WorkDeadline {
-            since: now,
-            first_frame: true,
-        });
-        for event in self.deferred.drain(..) {
+        let still_pending = !calls.is_empty();
+        self.phase = Phase::Streaming(calls);
+        self.tally.next_leg();
+        self.deadlines.arm_watchdog(now, Watchdog::FirstFrame);
+        for event in deferred {
             self.events.push(AgentEvent::Ir(event));
         }
-        if !self.pending.is_empty() {
-            self.debounce_at = Some(now + self.config.timers.tool_call_debounce);
-        } else if std::mem::take(&mut self.ended_while_parked) {
+        if still_pending {
+            self.deadlines
+                .set(Timer::Debounce, now + self.config.timers.tool_call_debounce);
+        } else if turn_ended {
             self.finish(StopReason::Stop);
         }
-        self.ended_while_parked = false;
         Ok(())
     }
 
+    /// The debounce ran out with host tool calls pending: the leg ends with `ToolUse` and the
+    /// tool round begins.
     pub(super) fn yield_tool_use(&mut self) {
-        self.debounce_at = None;
-        for call in &mut self.pending {
-            call.yielded = true;
-        }
+        self.deadlines.stop(Timer::Debounce);
+        let Phase::Streaming(calls) = &mut self.phase else {
+            return;
+        };
+        let mut calls = std::mem::take(calls);
+        calls.mark_yielded();
         self.push_usage();
         self.events.push(AgentEvent::Ir(Event::Done {
             reason: StopReason::ToolUse,
         }));
-        self.phase = Phase::AwaitingTools;
+        self.phase = Phase::AwaitingTools(ToolRound {
+            calls,
+            deferred: VecDeque::new(),
+            turn_ended: false,
+        });
         // The host may take as long as it needs; heartbeats keep the stream warm meanwhile.
-        self.work_deadline = None;
+        self.deadlines.stop(Timer::Watchdog);
     }
 }

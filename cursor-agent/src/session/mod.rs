@@ -61,6 +61,7 @@
 //! ```
 
 mod debug;
+mod record;
 mod tokens;
 mod turn;
 
@@ -74,7 +75,7 @@ use cursor_proto::ir::Conversation;
 
 use futures::future::BoxFuture;
 
-use crate::{HandleRepository, HandleStore, HostProfile, Limits, Timers};
+use crate::{HandleRepository, HandleStore, HostProfile, IdSeed, Limits, RunConfig, Timers};
 
 /// The transport pieces a session is built from, so a host needs only this crate.
 pub use cursor_transport::{CliIdentity, Client, ClientConfig, Origin};
@@ -351,6 +352,23 @@ impl SessionConfig {
         self.find_branches = find;
         self
     }
+
+    /// The configuration one Run of the session opens with: this one's profile, workspace,
+    /// timers and limits, with `model` and ids minted from `id_seed` (the planner sets the
+    /// conversation id and the resume flag).
+    pub(crate) fn run_config(&self, model: &ModelChoice, id_seed: IdSeed) -> RunConfig {
+        RunConfig {
+            model: model.slug.clone(),
+            max_mode: model.max_mode,
+            workspace_uris: self.workspace_uris.clone(),
+            profile: self.profile.clone(),
+            conversation_id: None,
+            resume: false,
+            timers: self.timers,
+            limits: self.limits,
+            id_seed,
+        }
+    }
 }
 
 /// Builds an [`AgentSession`]; see [`AgentSession::builder`].
@@ -376,6 +394,8 @@ impl fmt::Debug for SessionBuilder {
     }
 }
 
+/// The setters below are shorthands for [`SessionConfig`]'s `with_*` methods on the one
+/// configuration the builder holds ([`config`](Self::config) replaces it whole).
 impl SessionBuilder {
     /// Everything Runs open with at once (replaces what the setters below set so far).
     pub fn config(mut self, config: SessionConfig) -> Self {
@@ -385,43 +405,43 @@ impl SessionBuilder {
 
     /// Sets [`SessionConfig::profile`].
     pub fn profile(mut self, profile: HostProfile) -> Self {
-        self.config.profile = profile;
+        self.config = self.config.with_profile(profile);
         self
     }
 
     /// Sets [`SessionConfig::handle_dir`]: handles are kept in a [`HandleStore`] there.
     pub fn handle_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.config.handle_dir = Some(dir.into());
+        self.config = self.config.with_handle_dir(dir);
         self
     }
 
     /// Adds a workspace root ([`SessionConfig::workspace_uris`]).
     pub fn workspace_uri(mut self, uri: impl Into<String>) -> Self {
-        self.config.workspace_uris.push(uri.into());
+        self.config = self.config.with_workspace_uri(uri);
         self
     }
 
     /// Sets [`SessionConfig::identity`].
     pub fn identity(mut self, identity: CliIdentity) -> Self {
-        self.config.identity = identity;
+        self.config = self.config.with_identity(identity);
         self
     }
 
     /// Sets [`SessionConfig::timers`].
     pub fn timers(mut self, timers: Timers) -> Self {
-        self.config.timers = timers;
+        self.config = self.config.with_timers(timers);
         self
     }
 
     /// Sets [`SessionConfig::limits`].
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.config.limits = limits;
+        self.config = self.config.with_limits(limits);
         self
     }
 
     /// Sets [`SessionConfig::resend_mcp_on_resume`].
     pub fn resend_mcp_on_resume(mut self, resend: bool) -> Self {
-        self.config.resend_mcp_on_resume = resend;
+        self.config = self.config.with_resend_mcp_on_resume(resend);
         self
     }
 

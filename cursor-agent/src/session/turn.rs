@@ -14,11 +14,12 @@ use cursor_proto::ir::{
 use cursor_transport::{AccessToken, CallKind, RequestHeaders, RequestId};
 use futures::stream::{self, BoxStream, Stream, StreamExt as _};
 
+use super::record::{ErrorRecord, PlanRecord, Record};
 use super::{Inner, ModelChoice, lock};
 use crate::driver::{self, RunEvents, RunHandle};
 use crate::{
     AgentError, AgentEvent, Fingerprint, Handle, HandleRepository, IdSeed, Loaded, Plan,
-    ResumePlanner, ResumePoint, RunConfig, RunLabel, StoreError,
+    ResumePlanner, ResumePoint, RunLabel, StoreError,
 };
 
 /// The events of one turn leg; see [`AgentSession::turn`](super::AgentSession::turn).
@@ -105,7 +106,15 @@ enum Step {
     Start,
     Submit(Live, Vec<ToolResult>),
     Stream(Live),
+    /// The leg ended with `ToolUse`: once its `Done` is noted, the Run parks with the context.
+    Park(Live),
     Finished,
+}
+
+/// A turn's stream: open, or its Run parked for the host's tool results.
+enum Turn {
+    Open(Box<State>),
+    Parked(Spent),
 }
 
 struct State {
@@ -116,12 +125,30 @@ struct State {
     queue: VecDeque<AgentEvent>,
     /// What the leg handed out so far, for its debug record.
     counts: LegCounts,
+    active: ActiveTurn,
 }
 
-impl Drop for State {
+/// What is left of a turn once its Run parked: events queued after its `Done` (warnings).
+struct Spent {
+    shared: Arc<Inner>,
+    queue: VecDeque<AgentEvent>,
+    _active: ActiveTurn,
+}
+
+/// Counts a turn as active until its stream ends or is dropped.
+struct ActiveTurn(Arc<Inner>);
+
+impl ActiveTurn {
+    fn new(shared: &Arc<Inner>) -> Self {
+        shared.active_turns.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(shared))
+    }
+}
+
+impl Drop for ActiveTurn {
     fn drop(&mut self) {
         // The turn's stream ended or was dropped.
-        self.shared.active_turns.fetch_sub(1, Ordering::AcqRel);
+        self.0.active_turns.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -201,8 +228,8 @@ pub(super) fn open(
             )
         }
     };
-    shared.active_turns.fetch_add(1, Ordering::AcqRel);
     let state = State {
+        active: ActiveTurn::new(shared),
         shared: Arc::clone(shared),
         ctx,
         step,
@@ -213,7 +240,7 @@ pub(super) fn open(
         },
     };
     TurnEvents {
-        inner: stream::unfold(state, next).boxed(),
+        inner: stream::unfold(Turn::Open(Box::new(state)), next).boxed(),
     }
 }
 
@@ -237,10 +264,27 @@ impl Ctx {
     }
 }
 
-async fn next(mut state: State) -> Option<(AgentEvent, State)> {
-    let event = next_event(&mut state).await?;
-    state.note_event(&event);
-    Some((event, state))
+async fn next(turn: Turn) -> Option<(AgentEvent, Turn)> {
+    match turn {
+        Turn::Open(mut state) => {
+            let event = next_event(&mut state).await?;
+            state.note_event(&event);
+            let turn = match state.step {
+                Step::Park(_) => Turn::Parked((*state).park()),
+                _ => Turn::Open(state),
+            };
+            Some((event, turn))
+        }
+        Turn::Parked(mut spent) => {
+            let event = spent.queue.pop_front()?;
+            if let (Some(sink), AgentEvent::Ir(Event::Warning(warning))) =
+                (&spent.shared.debug, &event)
+            {
+                sink.record(&Record::Warning { code: warning.code }.to_value());
+            }
+            Some((event, Turn::Parked(spent)))
+        }
+    }
 }
 
 async fn next_event(state: &mut State) -> Option<AgentEvent> {
@@ -263,14 +307,19 @@ async fn next_event(state: &mut State) -> Option<AgentEvent> {
                     return Some(event);
                 }
             }
+            // Parking takes the state: `next` does it once the leg's `Done` is noted.
+            Step::Park(live) => {
+                state.step = Step::Park(live);
+                return None;
+            }
         }
     }
 }
 
 impl State {
-    fn debug(&self, record: serde_json::Value) {
+    fn debug(&self, record: &Record<'_>) {
         if let Some(sink) = &self.shared.debug {
-            sink.record(&record);
+            sink.record(&record.to_value());
         }
     }
 
@@ -296,37 +345,46 @@ impl State {
                     crate::ExecOutcome::ToolNotFound { .. } => "toolNotFound",
                 };
                 let arm = format!("{:?}", audit.arm);
-                self.debug(serde_json::json!({"event": "exec", "arm": arm, "outcome": outcome}));
+                self.debug(&Record::Exec { arm, outcome });
             }
             AgentEvent::Ir(Event::Warning(warning)) => {
-                self.debug(serde_json::json!({"event": "warning", "code": warning.code}));
+                self.debug(&Record::Warning { code: warning.code });
             }
             AgentEvent::Ir(end @ (Event::Done { .. } | Event::Error(_) | Event::Aborted)) => {
                 let ms = counts.started.map_or(0, |at| {
                     u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)
                 });
-                let mut record = serde_json::json!({
-                    "event": "legEnd",
-                    "run": self.ctx.label.as_str(),
-                    "ms": ms,
-                    "textDeltas": counts.text,
-                    "thinkingDeltas": counts.thinking,
-                    "toolCalls": counts.tool_calls,
-                    "execs": counts.execs,
+                let (done, error, aborted) = match end {
+                    Event::Done { reason } => (Some(*reason), None, None),
+                    Event::Error(info) => (
+                        None,
+                        Some(ErrorRecord {
+                            kind: info.kind,
+                            next_step: step_name(&info.next_step),
+                            http_status: info.http_status,
+                            code: info.code.clone(),
+                        }),
+                        None,
+                    ),
+                    _ => (None, None, Some(true)),
+                };
+                let (text_deltas, thinking_deltas, tool_calls, execs) = (
+                    counts.text,
+                    counts.thinking,
+                    counts.tool_calls,
+                    counts.execs,
+                );
+                self.debug(&Record::LegEnd {
+                    run: self.ctx.label.as_str(),
+                    ms,
+                    text_deltas,
+                    thinking_deltas,
+                    tool_calls,
+                    execs,
+                    done,
+                    error,
+                    aborted,
                 });
-                match end {
-                    Event::Done { reason } => record["done"] = serde_json::json!(reason),
-                    Event::Error(info) => {
-                        record["error"] = serde_json::json!({
-                            "kind": info.kind,
-                            "nextStep": step_name(&info.next_step),
-                            "httpStatus": info.http_status,
-                            "code": info.code,
-                        });
-                    }
-                    _ => record["aborted"] = serde_json::json!(true),
-                }
-                self.debug(record);
             }
             _ => {}
         }
@@ -347,7 +405,12 @@ impl State {
             AgentEvent::Ir(Event::Done {
                 reason: StopReason::ToolUse,
             }) => {
-                self.park(live).await;
+                // A resumed conversation's stored handle is marked first: if the results
+                // never come, the next Run must not resume it.
+                if self.ctx.label == RunLabel::Resume {
+                    self.mark_awaiting_tool_results().await;
+                }
+                self.step = Step::Park(live);
                 Some(AgentEvent::Ir(Event::Done {
                     reason: StopReason::ToolUse,
                 }))
@@ -364,11 +427,10 @@ impl State {
                 let failure = live.events.failure().cloned();
                 if self.may_retry_network(failure.as_ref()) {
                     self.ctx.network_retry_left = false;
-                    self.debug(serde_json::json!({
-                        "event": "networkRetry",
-                        "run": self.ctx.label.as_str(),
-                        "failure": info.message,
-                    }));
+                    self.debug(&Record::NetworkRetry {
+                        run: self.ctx.label.as_str(),
+                        failure: &info.message,
+                    });
                     match self.start().await {
                         Ok(retried) => self.step = Step::Stream(retried),
                         Err(failure) => self.fail(failure),
@@ -378,11 +440,10 @@ impl State {
                 if self.may_retry_capacity(&info) {
                     self.ctx.capacity_retry_left = false;
                     let backoff = self.shared.config.timers.capacity_retry_backoff;
-                    self.debug(serde_json::json!({
-                        "event": "capacityRetry",
-                        "run": self.ctx.label.as_str(),
-                        "backoffMs": u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
-                    }));
+                    self.debug(&Record::CapacityRetry {
+                        run: self.ctx.label.as_str(),
+                        backoff_ms: u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+                    });
                     tokio::time::sleep(backoff).await;
                     match self.start().await {
                         Ok(retried) => self.step = Step::Stream(retried),
@@ -439,18 +500,10 @@ impl State {
             }
         };
         self.ctx.token = Some(token);
-        let mut config = RunConfig::new(
-            self.ctx.model.slug.clone(),
-            String::new(),
-            IdSeed::random().map_err(ErrorInfo::from)?,
-        )
-        .with_profile(self.shared.config.profile.clone());
-        config
-            .workspace_uris
-            .clone_from(&self.shared.config.workspace_uris);
-        config.max_mode = self.ctx.model.max_mode;
-        config.timers = self.shared.config.timers;
-        config.limits = self.shared.config.limits;
+        let config = self
+            .shared
+            .config
+            .run_config(&self.ctx.model, IdSeed::random().map_err(ErrorInfo::from)?);
         let mut planner = ResumePlanner::new(config)
             .with_resend_mcp_on_resume(self.shared.config.resend_mcp_on_resume);
         let mut stored = self.load_handle().await;
@@ -462,10 +515,7 @@ impl State {
             .resume_from()
             .filter(|from| from.branch)
             .map(|from| from.fingerprint);
-        if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
-            record["event"] = serde_json::json!("plan");
-            self.debug(record);
-        }
+        self.debug(&Record::Plan(PlanRecord::of(&plan)));
         if plan.drops_handle() {
             self.remove_handle().await;
         }
@@ -518,7 +568,7 @@ impl State {
     /// Refreshes the refused token once and opens the turn's Run again with the fresh one.
     async fn replay_auth(&mut self, refused: &ErrorInfo) -> Result<Live, ErrorInfo> {
         self.ctx.auth_replay_left = false;
-        self.debug(serde_json::json!({"event": "authReplay"}));
+        self.debug(&Record::AuthReplay);
         let rejected = self.ctx.token.take().unwrap_or_default();
         let tokens = Arc::clone(&*lock(&self.shared.tokens));
         let fresh = tokens.refresh(&rejected).await.map_err(|failure| {
@@ -575,12 +625,11 @@ impl State {
     async fn retry_model(&mut self, refused: &ErrorInfo) -> Result<Live, ErrorInfo> {
         let alternate = self.ctx.model.alternate.take().unwrap_or_default();
         let first = std::mem::replace(&mut self.ctx.model.slug, alternate.clone());
-        self.debug(serde_json::json!({
-            "event": "modelRetry",
-            "refused": first,
-            "retry": alternate,
-            "failure": refused.message,
-        }));
+        self.debug(&Record::ModelRetry {
+            refused: &first,
+            retry: &alternate,
+            failure: &refused.message,
+        });
         {
             let mut learned = lock(&self.shared.learned_models);
             let before = learned.len();
@@ -644,25 +693,32 @@ impl State {
         self.ctx.rebuild_left = false;
         self.ctx.label = RunLabel::Rebuild;
         self.ctx.branched_from = None;
-        if let Ok(mut record) = serde_json::from_str::<serde_json::Value>(&plan.debug_record()) {
-            record["event"] = serde_json::json!("staleRebuild");
-            self.debug(record);
-        }
+        self.debug(&Record::StaleRebuild(PlanRecord::of(&plan)));
         self.remove_handle().await;
         Some(self.launch(plan))
     }
 
-    /// Keeps the Run open for the host's tool results. A resumed conversation's stored handle
-    /// is marked first: if the results never come, the next Run must not resume it.
-    async fn park(&mut self, live: Live) {
-        if self.ctx.label == RunLabel::Resume {
-            self.mark_awaiting_tool_results().await;
+    /// Keeps the Run open for the host's tool results, with the turn's context; what is left
+    /// hands out the events queued meanwhile.
+    fn park(self) -> Spent {
+        let Self {
+            shared,
+            ctx,
+            step,
+            queue,
+            active,
+            ..
+        } = self;
+        if let Step::Park(live) = step {
+            let previous = lock(&shared.parked).replace(Parked { live, ctx });
+            if let Some(previous) = previous {
+                previous.cancel();
+            }
         }
-        let placeholder = Ctx::new(Conversation::new(""), self.ctx.model.clone());
-        let ctx = std::mem::replace(&mut self.ctx, placeholder);
-        let previous = lock(&self.shared.parked).replace(Parked { live, ctx });
-        if let Some(previous) = previous {
-            previous.cancel();
+        Spent {
+            shared,
+            queue,
+            _active: active,
         }
     }
 
@@ -812,10 +868,9 @@ impl State {
         .await;
         match found {
             Ok(Some((_, copy))) => {
-                self.debug(serde_json::json!({
-                    "event": "branchFound",
-                    "turns": copy.turns(),
-                }));
+                self.debug(&Record::BranchFound {
+                    turns: copy.turns(),
+                });
                 Some(copy)
             }
             Ok(None) => None,

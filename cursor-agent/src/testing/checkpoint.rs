@@ -83,7 +83,7 @@ impl StoredConversation {
                 }
                 continue;
             }
-            let key = hex(&Sha256::digest(&image.data));
+            let key = cursor_proto::hex::encode(&Sha256::digest(&image.data));
             match self.images.get(&key) {
                 Some(id) if *id != image.uuid => return false,
                 Some(_) => {}
@@ -103,14 +103,6 @@ impl StoredConversation {
         }
         .encode_to_vec()
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut text, byte| {
-        let _ = write!(text, "{byte:02x}");
-        text
-    })
 }
 
 #[cfg(test)]

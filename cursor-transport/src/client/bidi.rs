@@ -304,6 +304,16 @@ impl BidiCall {
         result
     }
 
+    /// Reads and drops the rest of the body, the way the call read it so far (messages or
+    /// chunks), until the server ends the stream or the call fails.
+    pub(crate) async fn discard_rest(&mut self) {
+        if self.reading == Some(Reading::Messages) {
+            while let Ok(Some(_)) = self.recv().await {}
+        } else {
+            while let Ok(Some(_)) = self.recv_data().await {}
+        }
+    }
+
     /// Holds the call to one way of reading its body: a chunk read raw is gone from the
     /// message decoder, so mixing the two would lose or split frames.
     fn read_as(&mut self, reading: Reading) -> Result<(), CursorError> {

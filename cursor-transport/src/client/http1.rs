@@ -421,7 +421,7 @@ fn take_line(buffer: &mut BytesMut) -> Result<Option<String>, CursorError> {
 /// A BidiAppend body: the message as lowercase hex in `data`, as public clients send it.
 pub(crate) fn bidi_append(request_id: &str, seqno: i64, message: &[u8]) -> Vec<u8> {
     BidiAppendRequest {
-        data: hex(message),
+        data: cursor_proto::hex::encode(message),
         request_id: Some(BidiRequestId {
             request_id: request_id.to_owned(),
         }),
@@ -429,10 +429,6 @@ pub(crate) fn bidi_append(request_id: &str, seqno: i64, message: &[u8]) -> Vec<u
         data_binary: Vec::new(),
     }
     .encode_to_vec()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    crate::headers::request_id::hex_lower(bytes)
 }
 
 /// One Run over HTTP/1.1: the RunSSE response being read and the connection BidiAppends go

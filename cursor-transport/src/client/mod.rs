@@ -3,6 +3,7 @@
 mod bidi;
 pub(crate) mod body;
 mod connection;
+pub mod drive;
 mod h2_error;
 pub(crate) mod http1;
 mod tls;

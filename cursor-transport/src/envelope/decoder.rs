@@ -114,7 +114,22 @@ impl Decoder {
     }
 
     /// The next complete frame, `Ok(None)` if more bytes are needed.
+    #[inline]
     pub fn next_frame(&mut self) -> Result<Option<Frame>, EnvelopeError> {
+        // The common frame, an uncompressed message inside the front chunk, is sliced out
+        // without the general path's checks (the same ones `lendable` makes).
+        self.release_consumed();
+        if let Some((start, end)) = self.lendable() {
+            let payload = self.chunks[0].slice(start..end);
+            self.buffered -= end - self.pos;
+            self.pos = end;
+            return Ok(Some(Frame::Message(payload)));
+        }
+        self.next_frame_general()
+    }
+
+    #[cold]
+    fn next_frame_general(&mut self) -> Result<Option<Frame>, EnvelopeError> {
         if let Some(err) = &self.failed {
             return Err(err.clone());
         }
@@ -178,7 +193,7 @@ impl Decoder {
         if !self.held.is_empty() {
             self.held = Bytes::new();
         }
-        Ok(match self.next_frame()? {
+        Ok(match self.next_frame_general()? {
             None => None,
             Some(Frame::End(end)) => Some(FrameRef::End(end)),
             Some(Frame::Message(payload)) => {

@@ -38,17 +38,7 @@ pub fn random_client_key() -> Result<String, CursorError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)
         .map_err(|err| CursorError::invalid(format!("OS random source failed: {err}")))?;
-    Ok(hex_lower(&bytes))
-}
-
-pub(crate) fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
+    Ok(cursor_proto::hex::encode(&bytes))
 }
 
 #[cfg(test)]

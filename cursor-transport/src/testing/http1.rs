@@ -192,7 +192,7 @@ fn bidi_append(body: &Bytes, bidi: &BidiRegistry) -> Response<Bytes> {
     let message = if append.data.is_empty() {
         Bytes::from(append.data_binary)
     } else {
-        match decode_hex(&append.data) {
+        match cursor_proto::hex::decode(&append.data) {
             Some(bytes) => Bytes::from(bytes),
             None => {
                 return unary_error(
@@ -210,17 +210,6 @@ fn bidi_append(body: &Bytes, bidi: &BidiRegistry) -> Response<Bytes> {
         HeaderValue::from_static(CONTENT_TYPE_UNARY),
     );
     response
-}
-
-fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    let digits = text.as_bytes();
-    if !digits.len().is_multiple_of(2) {
-        return None;
-    }
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-        .collect()
 }
 
 type Opened = (
