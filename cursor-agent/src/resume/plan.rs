@@ -67,6 +67,20 @@ pub struct ResumeFrom {
     pub fingerprint: Fingerprint,
 }
 
+impl StaleReason {
+    /// The reason's name in debug records: `fingerprint`, `checkpoint`, `blobs`, `remote` or
+    /// `abandonedToolRound`.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Self::FingerprintMismatch => "fingerprint",
+            Self::UnusableCheckpoint(_) => "checkpoint",
+            Self::UnusableBlobs(_) => "blobs",
+            Self::RemoteStale(_) => "remote",
+            Self::AbandonedToolRound => "abandonedToolRound",
+        }
+    }
+}
+
 /// A planned Run: resume or rebuild, with everything needed to open it.
 #[derive(Debug)]
 pub struct Plan {
@@ -130,14 +144,7 @@ impl Plan {
     /// whether `mcp_tools` is sent, how many blobs were loaded, and for a resume the turn it
     /// continues from and whether it branches (`"turn":3,"branch":true`).
     pub fn debug_record(&self) -> String {
-        let stale = match &self.stale {
-            None => "none",
-            Some(StaleReason::FingerprintMismatch) => "fingerprint",
-            Some(StaleReason::UnusableCheckpoint(_)) => "checkpoint",
-            Some(StaleReason::UnusableBlobs(_)) => "blobs",
-            Some(StaleReason::RemoteStale(_)) => "remote",
-            Some(StaleReason::AbandonedToolRound) => "abandonedToolRound",
-        };
+        let stale = self.stale.as_ref().map_or("none", StaleReason::as_str);
         let from = self.from.map_or_else(String::new, |from| {
             format!(",\"turn\":{},\"branch\":{}", from.turn, from.branch)
         });

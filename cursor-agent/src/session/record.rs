@@ -80,14 +80,7 @@ pub(crate) struct PlanRecord {
 
 impl PlanRecord {
     pub(crate) fn of(plan: &Plan) -> Self {
-        let stale = match plan.stale_reason() {
-            None => "none",
-            Some(StaleReason::FingerprintMismatch) => "fingerprint",
-            Some(StaleReason::UnusableCheckpoint(_)) => "checkpoint",
-            Some(StaleReason::UnusableBlobs(_)) => "blobs",
-            Some(StaleReason::RemoteStale(_)) => "remote",
-            Some(StaleReason::AbandonedToolRound) => "abandonedToolRound",
-        };
+        let stale = plan.stale_reason().map_or("none", StaleReason::as_str);
         Self {
             run: plan.label().as_str(),
             stale,
