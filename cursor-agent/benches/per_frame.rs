@@ -6,6 +6,9 @@
 //! - `per_frame`: `Decoder::next_frame` + `AgentRun::handle_server_bytes`, events (and frames
 //!   to write) drained after every frame: each delta is its own event;
 //! - `per_frame_ref`: the same with lent frames (`Decoder::next_frame_ref`);
+//! - `per_frame_lent` and `per_frame_ref_lent`: the same two, drained with
+//!   `AgentRun::poll_event_ref`, which lends each delta's text instead of handing over a new
+//!   `String`;
 //! - `driver`: `AgentRun::handle_server_data` per chunk, drained per chunk, as the driver runs.
 //!
 //! Before criterion's rows it prints each path's median CPU time over interleaved rounds and
@@ -19,7 +22,7 @@ use bytes::Bytes;
 use cpu_time::CpuTime;
 use criterion::measurement::Measurement as _;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use cursor_agent::{AgentEvent, AgentRun, RunConfig};
+use cursor_agent::{AgentEvent, AgentRun, EventRef, RunConfig};
 use cursor_proto::ir::{Conversation, Event};
 use cursor_transport::envelope::{Compression, Decoder, Frame, FrameRef};
 use stream::{FRAMES, SEED, chunks, conversation, messages};
@@ -109,7 +112,7 @@ fn frame_len(header: &[u8]) -> usize {
 
 /// The per-frame API: owned frames from the decoder into `handle_server_bytes`, everything
 /// drained after every frame.
-fn per_frame(conversation: &Conversation, chunks: &[Bytes]) -> Answer {
+fn per_frame(conversation: &Conversation, chunks: &[Bytes], drain: Drain) -> Answer {
     let now = Instant::now();
     let mut run = open_run(conversation, now);
     let mut decoder = Decoder::new(Compression::Identity);
@@ -126,7 +129,7 @@ fn per_frame(conversation: &Conversation, chunks: &[Bytes]) -> Answer {
 }
 
 /// The per-frame API with lent frames (`next_frame_ref`: no reference count per frame).
-fn per_frame_ref(conversation: &Conversation, chunks: &[Bytes]) -> Answer {
+fn per_frame_ref(conversation: &Conversation, chunks: &[Bytes], drain: Drain) -> Answer {
     let now = Instant::now();
     let mut run = open_run(conversation, now);
     let mut decoder = Decoder::new(Compression::Identity);
@@ -162,13 +165,32 @@ fn open_run(conversation: &Conversation, now: Instant) -> AgentRun {
     run
 }
 
-/// What a host does with the Run's events: appends the deltas to its answer.
+/// How a path takes the Run's events (and drops the frames it would write).
+type Drain = fn(&mut AgentRun, &mut Answer);
+
+/// What a host does with the Run's events: appends the deltas to its answer; here the events
+/// are handed over (`poll_event`: a `String` per delta).
 #[inline]
 fn drain(run: &mut AgentRun, answer: &mut Answer) {
     while let Some(event) = run.poll_event() {
         match event {
             AgentEvent::Ir(Event::TextDelta { text }) => answer.text.push_str(&text),
             AgentEvent::Ir(Event::ThinkingDelta { text }) => answer.thinking.push_str(&text),
+            other => drop(black_box(other)),
+        }
+    }
+    while let Some(frame) = run.poll_transmit() {
+        black_box(frame);
+    }
+}
+
+/// Events with their delta text lent (`poll_event_ref`).
+#[inline]
+fn drain_lent(run: &mut AgentRun, answer: &mut Answer) {
+    while let Some(event) = run.poll_event_ref() {
+        match event {
+            EventRef::TextDelta(text) => answer.text.push_str(&text),
+            EventRef::ThinkingDelta(text) => answer.thinking.push_str(&text),
             other => drop(black_box(other)),
         }
     }
@@ -210,41 +232,56 @@ fn per_frame_vs_floor(c: &mut Criterion<CpuTime>) {
     // All three paths give the host the same answer.
     let want = floor(&chunks);
     for got in [
-        per_frame(&conversation, &chunks),
+        per_frame(&conversation, &chunks, drain),
+        per_frame(&conversation, &chunks, drain_lent),
+        per_frame_ref(&conversation, &chunks, drain_lent),
         driver(&conversation, &chunks),
     ] {
         assert!(got.text == want.text && got.thinking == want.thinking);
     }
-    // `PER_FRAME_PROFILE=floor|per_frame|per_frame_ref|driver`: run that path alone (for callgrind).
+    // `PER_FRAME_PROFILE=floor|per_frame|per_frame_lent|per_frame_ref|per_frame_ref_lent|driver`:
+    // run that path alone (for callgrind).
     if let Ok(path) = std::env::var("PER_FRAME_PROFILE") {
         for _ in 0..5 {
             black_box(match path.as_str() {
                 "floor" => floor(&chunks),
-                "per_frame" => per_frame(&conversation, &chunks),
-                "per_frame_ref" => per_frame_ref(&conversation, &chunks),
+                "per_frame" => per_frame(&conversation, &chunks, drain),
+                "per_frame_lent" => per_frame(&conversation, &chunks, drain_lent),
+                "per_frame_ref" => per_frame_ref(&conversation, &chunks, drain),
+                "per_frame_ref_lent" => per_frame_ref(&conversation, &chunks, drain_lent),
                 _ => driver(&conversation, &chunks),
             });
         }
         std::process::exit(0);
     }
 
-    let [floor_ns, per_frame_ns, per_frame_ref_ns, driver_ns] = medians(
+    let names = [
+        "per_frame",
+        "per_frame_lent",
+        "per_frame_ref",
+        "per_frame_ref_lent",
+        "driver",
+    ];
+    let [floor_ns, times @ ..] = medians(
         9,
         &mut [
             &mut || floor(&chunks),
-            &mut || per_frame(&conversation, &chunks),
-            &mut || per_frame_ref(&conversation, &chunks),
+            &mut || per_frame(&conversation, &chunks, drain),
+            &mut || per_frame(&conversation, &chunks, drain_lent),
+            &mut || per_frame_ref(&conversation, &chunks, drain),
+            &mut || per_frame_ref(&conversation, &chunks, drain_lent),
             &mut || driver(&conversation, &chunks),
         ],
     );
+    let rows: Vec<String> = names
+        .iter()
+        .zip(times)
+        .map(|(name, ns)| format!("{name} {ns:.1} ns/frame = {:.2}x floor", ns / floor_ns))
+        .collect();
     println!(
         "per_frame ratios (median CPU time of 9 interleaved rounds of {BATCH} runs): floor \
-         {floor_ns:.1} ns/frame; per_frame {per_frame_ns:.1} ns/frame = {:.2}x floor; \
-         per_frame_ref {per_frame_ref_ns:.1} ns/frame = {:.2}x floor; driver {driver_ns:.1} \
-         ns/frame = {:.2}x floor",
-        per_frame_ns / floor_ns,
-        per_frame_ref_ns / floor_ns,
-        driver_ns / floor_ns,
+         {floor_ns:.1} ns/frame; {}",
+        rows.join("; ")
     );
 
     let mut group = c.benchmark_group("per_frame");
@@ -253,10 +290,16 @@ fn per_frame_vs_floor(c: &mut Criterion<CpuTime>) {
     group.measurement_time(Duration::from_secs(5));
     group.bench_function("floor_100k", |b| b.iter(|| black_box(floor(&chunks))));
     group.bench_function("per_frame_100k", |b| {
-        b.iter(|| black_box(per_frame(&conversation, &chunks)));
+        b.iter(|| black_box(per_frame(&conversation, &chunks, drain)));
+    });
+    group.bench_function("per_frame_lent_100k", |b| {
+        b.iter(|| black_box(per_frame(&conversation, &chunks, drain_lent)));
     });
     group.bench_function("per_frame_ref_100k", |b| {
-        b.iter(|| black_box(per_frame_ref(&conversation, &chunks)));
+        b.iter(|| black_box(per_frame_ref(&conversation, &chunks, drain)));
+    });
+    group.bench_function("per_frame_ref_lent_100k", |b| {
+        b.iter(|| black_box(per_frame_ref(&conversation, &chunks, drain_lent)));
     });
     group.bench_function("driver_100k", |b| {
         b.iter(|| black_box(driver(&conversation, &chunks)));

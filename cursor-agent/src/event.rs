@@ -1,5 +1,7 @@
 //! What a Run reports to its host.
 
+use std::borrow::Cow;
+
 use cursor_proto::ir::Event;
 
 use crate::ExecArm;
@@ -22,6 +24,20 @@ pub enum AgentEvent {
     /// right before the final `Done` so a host persists the handle before it reports the turn
     /// done (a server that keeps the stream open afterwards cannot delay or lose it).
     Resumable(Box<ResumePoint>),
+}
+
+/// One output of [`AgentRun::poll_event_ref`](crate::AgentRun::poll_event_ref): the events of
+/// [`AgentEvent`], with the text of a streamed delta lent from the Run's buffer when it is still
+/// there, so a host that copies the text into its own buffer allocates nothing per delta.
+#[non_exhaustive]
+#[derive(Debug, PartialEq)]
+pub enum EventRef<'a> {
+    /// [`Event::TextDelta`]'s text: lent, or owned when a later event had already closed it.
+    TextDelta(Cow<'a, str>),
+    /// [`Event::ThinkingDelta`]'s text, lent or owned as above.
+    ThinkingDelta(Cow<'a, str>),
+    /// Any other event, as [`AgentRun::poll_event`](crate::AgentRun::poll_event) gives it.
+    Other(AgentEvent),
 }
 
 /// The remote state a completed turn leaves behind (see

@@ -4,13 +4,15 @@
 //! The open delta's text is the `String` the host receives: it starts with room for a few
 //! deltas, later deltas are copied onto its end, and it is handed over as it is when the delta
 //! closes (another event is queued) or is polled. A delta costs a copy; one allocation serves
-//! every delta merged into it.
+//! every delta merged into it. A host that polls by reference ([`EventQueue::pop_ref`]) is lent
+//! the open delta's text instead, and the string's allocation serves the next delta too.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use cursor_proto::ir::Event;
 
-use crate::AgentEvent;
+use crate::{AgentEvent, EventRef};
 
 /// Bytes an open delta's string starts with: a few typical deltas, so short merges never
 /// reallocate.
@@ -37,7 +39,8 @@ pub(crate) struct EventQueue {
     queued: VecDeque<AgentEvent>,
     /// The delta after everything in `queued`, while it may still grow.
     open: Option<Delta>,
-    /// The open delta's text; empty (no allocation) while no delta is open.
+    /// The open delta's text while a delta is open; otherwise empty, or (after a lend) the lent
+    /// text, cleared when the next delta opens.
     text: String,
 }
 
@@ -58,12 +61,14 @@ impl EventQueue {
         }
     }
 
-    /// Closes the open delta and opens one of `kind` with `text`.
+    /// Closes the open delta and opens one of `kind` with `text`, in the lent string's
+    /// allocation when the last delta was lent, else in a new one.
     #[inline(never)]
     fn open_delta(&mut self, kind: Delta, text: &str) {
         self.close();
         self.open = Some(kind);
-        self.text = String::with_capacity(text.len().max(OPEN_CAPACITY));
+        self.text.clear();
+        self.text.reserve(text.len().max(OPEN_CAPACITY));
         self.text.push_str(text);
     }
 
@@ -75,6 +80,25 @@ impl EventQueue {
         }
         let kind = self.open.take()?;
         Some(kind.event(std::mem::take(&mut self.text)))
+    }
+
+    /// The next event, in order, with the open delta's text lent rather than handed over.
+    #[inline]
+    pub(crate) fn pop_ref(&mut self) -> Option<EventRef<'_>> {
+        if let Some(event) = self.queued.pop_front() {
+            return Some(match event {
+                AgentEvent::Ir(Event::TextDelta { text }) => EventRef::TextDelta(Cow::Owned(text)),
+                AgentEvent::Ir(Event::ThinkingDelta { text }) => {
+                    EventRef::ThinkingDelta(Cow::Owned(text))
+                }
+                other => EventRef::Other(other),
+            });
+        }
+        let text = Cow::Borrowed(self.text.as_str());
+        Some(match self.open.take()? {
+            Delta::Text => EventRef::TextDelta(text),
+            Delta::Thinking => EventRef::ThinkingDelta(text),
+        })
     }
 
     fn close(&mut self) {
@@ -110,6 +134,44 @@ mod tests {
         queue.push_delta(Delta::Thinking, "é");
         assert_eq!(texts(&mut queue), ["t:ab", "k:c", "Ir(Aborted)", "k:dé"]);
         assert!(queue.pop().is_none());
+    }
+
+    fn lent(queue: &mut EventQueue) -> Vec<String> {
+        std::iter::from_fn(|| {
+            queue.pop_ref().map(|event| match event {
+                EventRef::TextDelta(text) => format!("t:{text}"),
+                EventRef::ThinkingDelta(text) => format!("k:{text}"),
+                EventRef::Other(other) => format!("{other:?}"),
+            })
+        })
+        .collect()
+    }
+
+    #[test]
+    fn lent_deltas_read_like_polled_ones_and_reuse_one_allocation() {
+        let mut queue = EventQueue::default();
+        queue.push_delta(Delta::Text, "a");
+        queue.push_delta(Delta::Thinking, "b");
+        queue.push_delta(Delta::Thinking, "c");
+        assert_eq!(lent(&mut queue), ["t:a", "k:bc"]);
+        let buffer = queue.text.as_ptr();
+        queue.push_delta(Delta::Text, "d");
+        assert_eq!(
+            queue.text.as_ptr(),
+            buffer,
+            "the lent string's allocation is reused"
+        );
+        assert_eq!(lent(&mut queue), ["t:d"]);
+        // Owned and lent polls mix: the text of a delta is handed out once either way.
+        queue.push_delta(Delta::Text, "e");
+        queue.push(AgentEvent::Ir(Event::Aborted));
+        queue.push_delta(Delta::Text, "f");
+        assert_eq!(
+            queue.pop(),
+            Some(AgentEvent::Ir(Event::TextDelta { text: "e".into() }))
+        );
+        assert_eq!(lent(&mut queue), ["Ir(Aborted)", "t:f"]);
+        assert!(queue.pop().is_none() && queue.pop_ref().is_none());
     }
 
     #[test]

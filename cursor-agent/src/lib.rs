@@ -177,7 +177,7 @@ pub use config::{
     RunConfig, Timers,
 };
 pub use error::{AgentError, RemoteMissing, StreamOutcome};
-pub use event::{AgentEvent, ExecAudit, ExecOutcome, ResumePoint};
+pub use event::{AgentEvent, EventRef, ExecAudit, ExecOutcome, ResumePoint};
 pub use policy::ExecArm;
 pub use resume::{
     Fingerprint, HANDLE_FORMAT_VERSION, Handle, HandleFileError, HandleRepository, HandleStore,

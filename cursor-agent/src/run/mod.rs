@@ -13,7 +13,7 @@ use crate::event::ResumePoint;
 use crate::event_queue::EventQueue;
 use crate::ids::IdSource;
 use crate::request::ResumeSeed;
-use crate::{AgentError, AgentEvent, RunConfig, frames, request, trace, usage};
+use crate::{AgentError, AgentEvent, EventRef, RunConfig, frames, request, trace, usage};
 
 mod calls;
 mod exec;
@@ -283,6 +283,34 @@ impl AgentRun {
     #[must_use]
     pub fn poll_event(&mut self) -> Option<AgentEvent> {
         self.events.pop()
+    }
+
+    /// The next event for the host, as [`poll_event`](Self::poll_event) gives it, except that a
+    /// text or thinking delta still open in the Run's buffer is lent instead of handed over:
+    /// a host that copies it into its own buffer allocates nothing per delta, and the Run
+    /// reuses the string for the next one.
+    ///
+    /// ```
+    /// # use cursor_agent::{AgentRun, RunConfig, IdSeed, EventRef};
+    /// # use cursor_agent::ir::{Conversation, Message};
+    /// # let now = std::time::Instant::now();
+    /// # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1; 16]));
+    /// # let conversation = Conversation::new("c").with_message(Message::user_text("hi"));
+    /// let mut run = AgentRun::new(config, &conversation, now)?;
+    /// // interaction_update.text_delta "hi"
+    /// run.handle_server_bytes(&[0x0a, 6, 0x0a, 4, 0x0a, 2, b'h', b'i'], now);
+    /// let mut answer = String::new();
+    /// while let Some(event) = run.poll_event_ref() {
+    ///     if let EventRef::TextDelta(text) = event {
+    ///         answer.push_str(&text);
+    ///     }
+    /// }
+    /// assert_eq!(answer, "hi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn poll_event_ref(&mut self) -> Option<EventRef<'_>> {
+        self.events.pop_ref()
     }
 
     /// Replaces the host's live tool registry (tools registered mid-run become callable; the
