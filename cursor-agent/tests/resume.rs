@@ -130,21 +130,18 @@ fn a_handle_round_trips_through_disk_into_a_fresh_run_that_resumes_without_repla
     assert!(request.mcp_tools.is_none());
     let state = request.conversation_state.unwrap();
     let old = ConversationStateStructure::decode(handle.checkpoint.as_slice()).unwrap();
-    // Turns and the remote root prompt kept; exactly one rules blob appended.
+    // Turns and the remote root prompt kept as they were: it already ends with the unchanged
+    // rules, so they are not appended again (PROTOCOL-AGENT §3).
     assert_eq!(state.turns, old.turns);
     assert_eq!(
-        state.root_prompt_messages_json[..old.root_prompt_messages_json.len()],
-        old.root_prompt_messages_json[..]
-    );
-    assert_eq!(
-        state.root_prompt_messages_json.len(),
-        old.root_prompt_messages_json.len() + 1
+        state.root_prompt_messages_json,
+        old.root_prompt_messages_json
     );
     assert_eq!(state.previous_workspace_uris, ["file:///work"]);
     assert_eq!(state.client_name.as_deref(), Some("pi"));
     // The unknown checkpoint field reaches the server byte for byte.
     assert!(bytes.windows(3).any(|w| w == [0x98, 0x06, 0x05]));
-    // The new root prompt blob holds the rules only: none of the earlier user texts.
+    // The root prompt's last blob holds the rules only: none of the earlier user texts.
     let added = BlobId::from_slice(state.root_prompt_messages_json.last().unwrap()).unwrap();
     let rules = String::from_utf8(run.blobs().get(&added).unwrap().to_vec()).unwrap();
     assert!(rules.contains("<rules>"));
@@ -234,6 +231,40 @@ fn a_changed_tool_set_or_the_resend_switch_re_sends_mcp_tools() {
         run_request(&AgentClientMessage::decode(run.poll_transmit().unwrap().as_slice()).unwrap())
             .mcp_tools
             .is_some()
+    );
+}
+
+#[test]
+fn changed_rules_are_appended_once_to_the_resumed_root_prompt() {
+    let handle = play_first_turn();
+    let old = ConversationStateStructure::decode(handle.checkpoint.as_slice()).unwrap();
+    // A new tool changes the rules' tool map, so the rules blob is a new one.
+    let mut turn = second_turn("Noted.");
+    turn.tools.push(Tool::new(
+        "grep",
+        "Search file contents",
+        json!({"type": "object", "properties": {"pattern": {"type": "string"}}}),
+    ));
+    let plan = ResumePlanner::new(config()).plan(Some(handle), &turn);
+    assert_eq!(plan.label(), RunLabel::Resume);
+    let mut run = plan.open(&turn, Instant::now()).unwrap();
+    let bytes = run.poll_transmit().expect("run request");
+    let state = run_request(&AgentClientMessage::decode(bytes.as_slice()).unwrap())
+        .conversation_state
+        .unwrap();
+    let kept = old.root_prompt_messages_json.len();
+    assert_eq!(
+        state.root_prompt_messages_json[..kept],
+        old.root_prompt_messages_json[..]
+    );
+    assert_eq!(state.root_prompt_messages_json.len(), kept + 1);
+    let added = BlobId::from_slice(state.root_prompt_messages_json.last().unwrap()).unwrap();
+    let rules = String::from_utf8(run.blobs().get(&added).unwrap().to_vec()).unwrap();
+    assert!(rules.contains("<rules>"));
+    assert_ne!(
+        state.root_prompt_messages_json.last(),
+        old.root_prompt_messages_json.last(),
+        "the new rules are a new blob"
     );
 }
 
