@@ -4,7 +4,7 @@
 # type of another crate in a public signature ties our semver to that crate's, so each one is
 # named on purpose. The tool reads rustdoc's unstable JSON, so it runs on the nightly that its
 # version pins (its rust-toolchain.toml); rustup installs that nightly (minimal profile, ~10 s)
-# and cargo the tool (~1 min) into target/tools when missing. Used by .ci/run.
+# and cargo the tool (~1 min) into CARGO_HOME when missing. Used by .ci/run.
 #
 #   tools/external-types.sh
 #   EXTERNAL_TYPES_LIST=1 tools/external-types.sh   # prints every crate's foreign types instead
@@ -19,12 +19,10 @@ nightly=nightly-2026-03-20 # cargo-check-external-types 0.5.0's rust-toolchain.t
 version=0.5.0
 started=$(date +%s)
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
-tools=$target_dir/tools/cargo
 rustup run "$nightly" rustc --version >/dev/null 2>&1 || rustup toolchain install "$nightly" --profile minimal
-if [ "$("$tools/bin/cargo-check-external-types" --version 2>/dev/null | awk '{print $2}')" != "$version" ]; then
-  cargo install --quiet --locked --root "$tools" "cargo-check-external-types@$version"
+if [ "$(cargo check-external-types --version 2>/dev/null | awk '{print $2}')" != "$version" ]; then
+  cargo install --quiet --locked "cargo-check-external-types@$version"
 fi
-export PATH="$tools/bin:$PATH"
 
 copy=$target_dir/external-types/tree
 rm -rf "$copy" && mkdir -p "$copy"

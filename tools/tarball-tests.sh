@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds the tests of every publishable crate from its `cargo package` tarball, as a stranger who
-# downloads the crate would: path-only dev-dependencies are gone, and each sibling is the sibling's
-# own tarball (a generated workspace patches crates.io to the unpacked copies, since the siblings
-# are not on crates.io yet or not at this version).
+# Builds and runs the tests of every publishable crate from its `cargo package` tarball, as a
+# stranger who downloads the crate would: path-only dev-dependencies are gone, and each sibling
+# is the sibling's own tarball (a generated workspace patches crates.io to the unpacked copies,
+# since the siblings are not on crates.io yet or not at this version).
 #
-#   tools/tarball-tests.sh            # compile every crate's tests; run the two smallest crates'
-#   TARBALL_RUN="cursor-proto" tools/tarball-tests.sh   # run these crates' tests instead
+#   tools/tarball-tests.sh                                 # every crate: build, then run its tests
+#   TARBALL_RUN="cursor-proto" tools/tarball-tests.sh      # run only these crates' tests
 #
-# Compile-only for most crates: running every test suite a second time would double CI's test
-# time; the run of the smallest crates proves the unpacked tests find their fixtures.
+# Each crate is built and tested alone, with --all-features, so its tests find their fixtures
+# in the tarball and no feature arrives from another crate's dev-dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -55,24 +55,26 @@ cp Cargo.lock "$work/Cargo.lock"
 cd "$work"
 # Each crate alone (its own feature set, not unified with the others' dev-dependencies): one
 # cargo call per crate; the dependencies are shared through the target dir.
+run=${TARBALL_RUN:-${publishable_crates[*]}}
 for crate in "${publishable_crates[@]}"; do
-  echo "tarball-tests.sh: cargo test -p $crate --all-features --no-run"
-  if ! cargo test --quiet -p "$crate" --all-features --no-run >"$work/$crate.log" 2>&1; then
+  mode=--no-run
+  case " $run " in *" $crate "*) mode= ;; esac
+  crate_started=$(date +%s)
+  if ! cargo test --quiet -p "$crate" --all-features $mode >"$work/$crate.log" 2>&1; then
     cat "$work/$crate.log" >&2
-    echo "tarball-tests.sh: $crate's tests do not build from its tarball" >&2
+    if [ -n "$mode" ]; then
+      echo "tarball-tests.sh: $crate's tests do not build from its tarball" >&2
+    else
+      echo "tarball-tests.sh: $crate's tests fail from its tarball" >&2
+    fi
     exit 1
   fi
-done
-
-# The two smallest tarballs by default.
-if [ -z "${TARBALL_RUN:-}" ]; then
-  TARBALL_RUN=$(for crate in "${publishable_crates[@]}"; do
-    echo "$(stat -c %s "$target_dir/package/$crate-${crate_version[$crate]}.crate") $crate"
-  done | sort -n | head -n 2 | cut -d' ' -f2)
-fi
-run=$TARBALL_RUN
-for crate in $run; do
-  echo "tarball-tests.sh: cargo test -p $crate --all-features (run)"
-  cargo test --quiet -p "$crate" --all-features
+  took=$(($(date +%s) - crate_started))
+  if [ -n "$mode" ]; then
+    echo "tarball-tests.sh: $crate: tests built ($took s)"
+  else
+    passed=$(awk '/^test result: ok\./ { n += $4 } END { print n + 0 }' "$work/$crate.log")
+    echo "tarball-tests.sh: $crate: $passed tests passed ($took s)"
+  fi
 done
 echo "tarball-tests.sh: took $(($(date +%s) - started)) s"
