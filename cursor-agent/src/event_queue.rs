@@ -26,6 +26,15 @@ pub(crate) enum Delta {
 }
 
 impl Delta {
+    /// This kind of delta with `text` lent.
+    #[inline(always)]
+    pub(crate) fn lent(self, text: &str) -> EventRef<'_> {
+        match self {
+            Self::Text => EventRef::TextDelta(Cow::Borrowed(text)),
+            Self::Thinking => EventRef::ThinkingDelta(Cow::Borrowed(text)),
+        }
+    }
+
     fn event(self, text: String) -> AgentEvent {
         AgentEvent::Ir(match self {
             Self::Text => Event::TextDelta { text },
@@ -45,6 +54,12 @@ pub(crate) struct EventQueue {
 }
 
 impl EventQueue {
+    /// Whether nothing waits to be polled (no event, no open delta).
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.open.is_none() && self.queued.is_empty()
+    }
+
     /// Queues `event` after everything queued so far (closing the open delta).
     pub(crate) fn push(&mut self, event: AgentEvent) {
         self.close();
@@ -94,11 +109,7 @@ impl EventQueue {
                 other => EventRef::Other(other),
             });
         }
-        let text = Cow::Borrowed(self.text.as_str());
-        Some(match self.open.take()? {
-            Delta::Text => EventRef::TextDelta(text),
-            Delta::Thinking => EventRef::ThinkingDelta(text),
-        })
+        Some(self.open.take()?.lent(&self.text))
     }
 
     fn close(&mut self) {

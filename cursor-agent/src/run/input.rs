@@ -21,7 +21,7 @@ use crate::error::outcome_of;
 use crate::event_queue::Delta;
 use crate::hot::Hot;
 use crate::text_window::TextWindow;
-use crate::{AgentError, AgentEvent, RemoteMissing, StreamOutcome, frames, interaction};
+use crate::{AgentError, AgentEvent, EventRef, RemoteMissing, StreamOutcome, frames, interaction};
 
 /// How the host feeds the response body: the drain contract allows one way per Run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +64,56 @@ impl AgentRun {
         if self.input == Input::Frames || self.admit(Input::Frames) {
             self.on_bytes(bytes, now);
         }
+    }
+
+    /// [`handle_server_bytes`](Self::handle_server_bytes) for a host that takes each frame's
+    /// events before the next frame: a streamed text or thinking delta with nothing queued
+    /// before it is returned, its text lent from `bytes`, instead of being copied into the Run's
+    /// queue. A host that appends it to its own buffer copies each delta once, as a hand-written
+    /// decoder would. Any other frame, and a delta behind queued events (it must keep its
+    /// place), is handled as `handle_server_bytes` handles it, and `None` says to poll.
+    ///
+    /// ```
+    /// # use cursor_agent::{AgentRun, RunConfig, IdSeed, EventRef};
+    /// # use cursor_agent::ir::{Conversation, Message};
+    /// # let now = std::time::Instant::now();
+    /// # let config = RunConfig::new("m", "file:///w", IdSeed::fixed([1; 16]));
+    /// # let conversation = Conversation::new("c").with_message(Message::user_text("hi"));
+    /// let mut run = AgentRun::new(config, &conversation, now)?;
+    /// let mut answer = String::new();
+    /// // interaction_update.text_delta "hi", twice
+    /// for frame in [[0x0a, 6, 0x0a, 4, 0x0a, 2, b'h', b'i']; 2] {
+    ///     if let Some(EventRef::TextDelta(text)) = run.handle_server_bytes_ref(&frame, now) {
+    ///         answer.push_str(&text);
+    ///     }
+    ///     while let Some(event) = run.poll_event_ref() {
+    ///         if let EventRef::TextDelta(text) = event {
+    ///             answer.push_str(&text);
+    ///         }
+    ///     }
+    /// }
+    /// assert_eq!(answer, "hihi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    #[must_use = "a returned delta is not queued: dropping it loses its text"]
+    pub fn handle_server_bytes_ref<'a>(
+        &mut self,
+        bytes: &'a [u8],
+        now: Instant,
+    ) -> Option<EventRef<'a>> {
+        if !(self.input == Input::Frames || self.admit(Input::Frames)) {
+            return None;
+        }
+        if self.events.is_empty()
+            && self.phase.is_streaming()
+            && let Some((kind, text)) = crate::hot::bare_delta(bytes)
+        {
+            self.deadlines.arm_watchdog(now, Watchdog::Idle);
+            return Some(kind.lent(text));
+        }
+        self.on_bytes(bytes, now);
+        None
     }
 
     /// Checks the host feeds the body one way only (the drain contract); a misuse fails the

@@ -309,6 +309,7 @@ impl AgentRun {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
+    #[inline]
     pub fn poll_event_ref(&mut self) -> Option<EventRef<'_>> {
         self.events.pop_ref()
     }
