@@ -8,8 +8,8 @@
 # Installs what it needs: Debian's qemu-user and arm64 C/C++ runtime (apt-get, as root or with
 # sudo), the arm64 Node (npm, into target/tools/), and builds the addon with
 # tools/build-addons.sh unless CURSOR_PI_SKIP_BUILD=1 (then the addon already in
-# npm/linux-arm64-gnu/ and the replica already built are used). .ci/run runs it (about 3.5 min
-# on two cores, most of it the release cross-build). INSTALL_PI_VERSIONS picks the pi versions
+# npm/linux-arm64-gnu/ and the replica already built are used). .ci/extended runs it (about 3.5 min
+# on two cores with the downloads cached, most of it the release cross-build). INSTALL_PI_VERSIONS picks the pi versions
 # (default: 1.6.0 only, since each pi start under emulation takes seconds; the last one must be
 # 1.6.0).
 set -eu
