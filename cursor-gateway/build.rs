@@ -1,6 +1,7 @@
 //! Records the git revision for `--version`: `CURSOR_GATEWAY_GIT_REV` when set (a release
-//! build), else read from the checkout's `.git` files (no process is spawned), else `unknown`
-//! (a packaged crate built by `cargo install`).
+//! build), else read from the checkout's `.git` files (no process is spawned), else from the
+//! `.cargo_vcs_info.json` that `cargo package` writes into the tarball (a `cargo install` of the
+//! published crate), else `unknown` (a package made with `--allow-dirty` outside git).
 
 use std::path::{Path, PathBuf};
 
@@ -11,12 +12,14 @@ fn main() {
     let git = git_dir(Path::new(".."));
     let rev = from_env
         .or_else(|| git.as_deref().and_then(head_commit))
+        .or_else(|| packaged_commit(Path::new(".cargo_vcs_info.json")))
         .map_or_else(
             || "unknown".into(),
             |rev| rev.chars().take(12).collect::<String>(),
         );
     println!("cargo:rustc-env=CURSOR_GATEWAY_GIT_REV={rev}");
     println!("cargo:rerun-if-env-changed=CURSOR_GATEWAY_GIT_REV");
+    println!("cargo:rerun-if-changed=.cargo_vcs_info.json");
     if let Some(git) = git {
         for path in [
             git.join("HEAD"),
@@ -73,4 +76,15 @@ fn head_commit(git: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// The commit `cargo package` recorded: `{"git": {"sha1": "<40 hex>", ...}, ...}`. Read by
+/// hand, since a build script's dependencies would be every installer's to build.
+fn packaged_commit(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let after_key = &text[text.find("\"sha1\"")? + "\"sha1\"".len()..];
+    let value = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let value = value.strip_prefix('"')?;
+    let sha = &value[..value.find('"')?];
+    (sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_owned())
 }

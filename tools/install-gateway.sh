@@ -43,6 +43,11 @@ cargo install --quiet --offline $profile_flag --path "$gateway_src" --root "$wor
 gateway=$work/root/bin/cursor-gateway
 echo "install-gateway.sh: installed $("$gateway" --version)"
 "$gateway" --version | grep -q "${crate_version[cursor-gateway]}" || { echo "install-gateway.sh: --version does not say ${crate_version[cursor-gateway]}" >&2; exit 1; }
+# The revision comes from the .cargo_vcs_info.json cargo package wrote (no .git in a tarball).
+packaged_rev=$(sed -n 's/.*"sha1": *"\([0-9a-f]\{12\}\).*/\1/p' "$gateway_src/.cargo_vcs_info.json" 2>/dev/null || true)
+if [ -n "$packaged_rev" ]; then
+  "$gateway" --version | grep -q "($packaged_rev)" || { echo "install-gateway.sh: --version does not name the packaged revision $packaged_rev" >&2; exit 1; }
+fi
 
 cargo build --quiet -p cursor-examples --example replica
 "$target_dir/debug/examples/replica" --port 0 >"$work/replica.out" 2>"$work/replica.err" &
