@@ -19,7 +19,10 @@ fn main() {
         );
     println!("cargo:rustc-env=CURSOR_GATEWAY_GIT_REV={rev}");
     println!("cargo:rerun-if-env-changed=CURSOR_GATEWAY_GIT_REV");
-    println!("cargo:rerun-if-changed=.cargo_vcs_info.json");
+    // Only paths that exist: cargo reruns a build script on every build for a missing one.
+    if Path::new(".cargo_vcs_info.json").exists() {
+        println!("cargo:rerun-if-changed=.cargo_vcs_info.json");
+    }
     if let Some(git) = git {
         for path in [
             git.join("HEAD"),
