@@ -1,7 +1,8 @@
 //! Records the git revision for `--version`: `CURSOR_GATEWAY_GIT_REV` when set (a release
-//! build), else read from the checkout's `.git` files (no process is spawned), else from the
-//! `.cargo_vcs_info.json` that `cargo package` writes into the tarball (a `cargo install` of the
-//! published crate), else `unknown` (a package made with `--allow-dirty` outside git).
+//! build), else the `.cargo_vcs_info.json` that `cargo package` writes into the tarball (a
+//! `cargo install` of the published crate; checked first, since the directory above an unpacked
+//! crate may be some other checkout), else the checkout's `.git` files (no process is spawned),
+//! else `unknown`.
 
 use std::path::{Path, PathBuf};
 
@@ -11,8 +12,8 @@ fn main() {
         .filter(|r| !r.is_empty());
     let git = git_dir(Path::new(".."));
     let rev = from_env
-        .or_else(|| git.as_deref().and_then(head_commit))
         .or_else(|| packaged_commit(Path::new(".cargo_vcs_info.json")))
+        .or_else(|| git.as_deref().and_then(head_commit))
         .map_or_else(
             || "unknown".into(),
             |rev| rev.chars().take(12).collect::<String>(),
