@@ -5,10 +5,14 @@
 //! the directory is fsynced. Files are created mode 0600 in a 0700 directory (Unix). The lock
 //! is an OS advisory lock (`File::try_lock`, flock on Unix) on `<session>.lock`. The OS drops
 //! it when its holder exits or crashes, so there is no stale lock to break and no window in
-//! which two processes could both break one; the lock file itself is never deleted, by this
-//! module or by a user (deleting a locked file would let a waiter lock the old inode while a
-//! newcomer locks a new one). A lock timeout therefore means a live holder, and its hint says
-//! to retry or to stop sharing the session id, never to delete the file. A
+//! which two processes could both break one. A lock timeout therefore means a live holder, and
+//! its hint says to retry or to stop sharing the session id, never to delete the file.
+//!
+//! Only [`HandleStore::purge`] deletes a lock file, and only while holding it. Deleting a
+//! locked file would otherwise let a waiter lock the old inode while a newcomer locks a new
+//! one; so on Unix every locker checks, once it holds the lock, that the path still names the
+//! file it locked (device and inode), and starts over on the current file when it does not.
+//! Elsewhere `purge` leaves the lock file in place. A user must never delete one by hand. A
 //! handle that cannot be read or parsed is moved aside as `<session>.json.corrupt-<unix time>`
 //! and reported, never deleted.
 //!
@@ -305,6 +309,39 @@ impl HandleStore {
         }
     }
 
+    /// Deletes everything `session_id` has in the store, its handle and its lock file, holding
+    /// the lock while it does (see the module doc): for a host that forgets sessions idle past
+    /// some age. A session with nothing stored is not an error. On platforms where a locker
+    /// cannot tell a deleted lock file from the current one, the lock file stays.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::LockTimeout`] while another holder uses the session; [`StoreError::Io`]
+    /// when a file cannot be deleted.
+    pub fn purge(&self, session_id: &str) -> Result<(), StoreError> {
+        let path = self.path_of(session_id)?;
+        let lock_path = self.dir.join(format!("{session_id}.lock"));
+        if !path.exists() && !lock_path.exists() {
+            return Ok(());
+        }
+        let lock = self.lock(session_id)?;
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(io_error("remove", &path, e));
+            }
+            _ => {}
+        }
+        #[cfg(unix)]
+        match fs::remove_file(&lock_path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(io_error("remove", &lock_path, e));
+            }
+            _ => {}
+        }
+        drop(lock);
+        sync_dir(&self.dir).map_err(|e| io_error("sync", &self.dir, e))
+    }
+
     /// Drops `session_id`'s handle (stale: the conversation is being rebuilt).
     pub fn remove(&self, session_id: &str) -> Result<(), StoreError> {
         let path = self.path_of(session_id)?;
@@ -365,21 +402,30 @@ impl HandleStore {
     fn lock(&self, session_id: &str) -> Result<LockGuard, StoreError> {
         self.ensure_dir()?;
         let path = self.dir.join(format!("{session_id}.lock"));
-        let mut options = OpenOptions::new();
-        options.write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            options.mode(0o600);
-        }
-        let file = options
-            .open(&path)
-            .map_err(|e| io_error("open lock", &path, e))?;
         let started = std::time::Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
+            let mut options = OpenOptions::new();
+            options.write(true).create(true).truncate(false);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt as _;
+                options.mode(0o600);
+            }
+            let file = options
+                .open(&path)
+                .map_err(|e| io_error("open lock", &path, e))?;
             match file.try_lock() {
-                Ok(()) => return Ok(LockGuard { file }),
+                // A purge may have deleted the file while this caller waited for it: the lock
+                // it holds then guards nothing, and the current file (a new one) is locked
+                // instead.
+                Ok(()) if still_named(&file, &path) => return Ok(LockGuard { file }),
+                Ok(()) => {
+                    let _ = file.unlock();
+                    if started.elapsed() >= self.lock_timeout {
+                        return Err(StoreError::LockTimeout(path));
+                    }
+                }
                 Err(TryLockError::WouldBlock) => {
                     if started.elapsed() >= self.lock_timeout {
                         return Err(StoreError::LockTimeout(path));
@@ -390,6 +436,24 @@ impl HandleStore {
                 Err(TryLockError::Error(e)) => return Err(io_error("lock", &path, e)),
             }
         }
+    }
+}
+
+/// Whether `path` still names the open `file` (the same device and inode); elsewhere than Unix,
+/// where lock files are never deleted, always true.
+fn still_named(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        match (file.metadata(), fs::metadata(path)) {
+            (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
     }
 }
 
@@ -521,5 +585,76 @@ mod tests {
             store.path_of("0193-ab_c.d").unwrap(),
             Path::new("/tmp/handles/0193-ab_c.d.json")
         );
+    }
+
+    fn handle() -> Handle {
+        Handle::new(
+            "conv-1",
+            vec![0x0a, 0x01, 0x01],
+            Vec::new(),
+            Fingerprint::of_user_turns(&[cursor_proto::ir::Message::user_text("hi")]),
+            super::super::fingerprint::ToolsetKey::of(&[]),
+        )
+    }
+
+    #[test]
+    fn purge_deletes_the_handle_and_its_lock_and_a_missing_session_is_no_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = HandleStore::new(dir.path());
+        store.save("s1", &handle()).unwrap();
+        assert!(dir.path().join("s1.json").exists() && dir.path().join("s1.lock").exists());
+        store.purge("s1").unwrap();
+        assert!(!dir.path().join("s1.json").exists());
+        #[cfg(unix)]
+        assert!(!dir.path().join("s1.lock").exists());
+        assert_eq!(store.load("s1").unwrap(), Loaded::Missing);
+        store.purge("never-stored").unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_locker_that_waited_through_a_purge_holds_the_current_lock_file() {
+        use std::os::unix::fs::MetadataExt as _;
+        use std::sync::{Arc, Barrier};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(HandleStore::new(dir.path()));
+        store.save("s", &handle()).unwrap();
+        let holding = Arc::new(Barrier::new(2));
+        let holder = {
+            let (store, holding) = (Arc::clone(&store), Arc::clone(&holding));
+            std::thread::spawn(move || {
+                store
+                    .with_lock("s", || {
+                        holding.wait();
+                        std::thread::sleep(Duration::from_millis(100));
+                    })
+                    .unwrap();
+            })
+        };
+        holding.wait();
+        // Both wait on the file the holder locked; the purge deletes it once it gets the lock.
+        let purger = {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || store.purge("s").unwrap())
+        };
+        let locker = {
+            let store = Arc::clone(&store);
+            let path = dir.path().join("s.lock");
+            std::thread::spawn(move || {
+                store
+                    .with_lock("s", || {
+                        let named = fs::metadata(&path).expect("the lock file exists while held");
+                        named.ino()
+                    })
+                    .unwrap()
+            })
+        };
+        holder.join().unwrap();
+        purger.join().unwrap();
+        let held_inode = locker.join().unwrap();
+        // Whichever ran first, the locker held the file its path names (the purge may have
+        // deleted the one it first opened, after which it locked a new one).
+        let now = fs::metadata(dir.path().join("s.lock")).map(|m| m.ino());
+        assert!(now.is_err() || now.unwrap() == held_inode);
     }
 }
