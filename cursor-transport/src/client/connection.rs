@@ -256,14 +256,9 @@ impl Pool {
             .contains(origin)
     }
 
-    /// How HTTP/1.1 connections for the Run's fallback are dialed.
-    pub(crate) fn http1_dialer(&self) -> super::http1::Dialer {
-        super::http1::Dialer {
-            tls: Arc::clone(&self.tls_http1),
-            connect_timeout: self.config.connect_timeout,
-            request_timeout: self.config.request_timeout,
-            max_message_size: self.config.max_message_size,
-        }
+    /// The TLS configuration of the Run's HTTP/1.1 fallback (ALPN `http/1.1`).
+    pub(crate) fn tls_http1(&self) -> Arc<rustls::ClientConfig> {
+        Arc::clone(&self.tls_http1)
     }
 
     pub(crate) fn config(&self) -> &ClientConfig {

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::{AGENT_RUN_SSE_PATH, BIDI_APPEND_PATH, body};
+use super::{AGENT_RUN_SSE_PATH, BIDI_APPEND_PATH, ClientConfig, body};
 use crate::envelope::{Compression, Encoder};
 use crate::error::CursorError;
 use crate::headers::{CONTENT_TYPE_STREAM, CONTENT_TYPE_UNARY};
@@ -31,10 +31,24 @@ const MAX_LINE: usize = 4096;
 /// Where and how HTTP/1.1 connections are dialed.
 #[derive(Clone, Debug)]
 pub(crate) struct Dialer {
-    pub(crate) tls: Arc<rustls::ClientConfig>,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) request_timeout: Duration,
-    pub(crate) max_message_size: usize,
+    tls: Arc<rustls::ClientConfig>,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    max_message_size: usize,
+}
+
+impl Dialer {
+    /// Dials over `tls` (a configuration offering ALPN `http/1.1`) within the bounds of
+    /// `config`. Built here rather than by the HTTP/2 pool, so the pool needs nothing of
+    /// HTTP/1.1.
+    pub(crate) fn new(config: &ClientConfig, tls: Arc<rustls::ClientConfig>) -> Self {
+        Self {
+            tls,
+            connect_timeout: config.connect_timeout,
+            request_timeout: config.request_timeout,
+            max_message_size: config.max_message_size,
+        }
+    }
 }
 
 /// A plain (loopback) or TLS connection.

@@ -118,6 +118,11 @@ impl Client {
         self.pool.config()
     }
 
+    /// How HTTP/1.1 connections for the Run's fallback are dialed.
+    fn http1_dialer(&self) -> http1::Dialer {
+        http1::Dialer::new(self.config(), self.pool.tls_http1())
+    }
+
     /// Opens a streaming call to `path` on `origin`.
     ///
     /// Returns once the request head is sent; the response head is awaited by the first
@@ -144,8 +149,7 @@ impl Client {
         let max = self.config().max_message_size;
         let fallback = path == AGENT_RUN_PATH && self.config().http1_fallback;
         if fallback && self.pool.prefers_http1(origin) {
-            let run =
-                http1::Http1Run::open(self.pool.http1_dialer(), origin, &template.headers).await?;
+            let run = http1::Http1Run::open(self.http1_dialer(), origin, &template.headers).await?;
             return Ok(BidiCall::over_http1(run, max));
         }
         let opened = self.pool.open(origin, || template.build(), false).await?;
@@ -155,7 +159,7 @@ impl Client {
         }
         Ok(call.with_fallback(bidi::Fallback {
             pool: Arc::clone(&self.pool),
-            dialer: self.pool.http1_dialer(),
+            dialer: self.http1_dialer(),
             origin: origin.clone(),
             headers: template.headers.clone(),
             sent: Vec::new(),
