@@ -16,9 +16,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-use super::ServerError;
 use super::call::{ConnCommand, Http1Out, Http1Wire, ServerCall};
-use super::server::Handler;
+use super::{Handler, ServerError};
 use crate::client::{AGENT_RUN_SSE_PATH, BIDI_APPEND_PATH};
 use crate::envelope::{Compression, Decoder, Frame};
 use crate::headers::{CONTENT_TYPE_STREAM, CONTENT_TYPE_UNARY};

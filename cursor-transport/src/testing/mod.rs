@@ -38,9 +38,19 @@ mod error;
 mod http1;
 mod server;
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response};
+
 pub use call::ServerCall;
 pub use error::ServerError;
-pub use server::{H2Refusal, Handler, TestServer, TestServerBuilder};
+pub use server::{H2Refusal, TestServer, TestServerBuilder};
+
+/// Answers a non-streaming request (unary Connect or plain HTTP) with a whole response.
+// Here rather than in `server`: the HTTP/1.1 side (`http1`) serves requests with it too, and
+// `server` hands connections to `http1`, so `http1` must not need `server`.
+pub type Handler = Arc<dyn Fn(Request<Bytes>) -> Response<Bytes> + Send + Sync>;
 
 /// HTTP/2 error code `CANCEL`, which the client sends when a call is dropped or canceled.
 pub const REASON_CANCEL: u32 = 0x8;

@@ -16,12 +16,10 @@ use tokio::{
     task::JoinSet,
 };
 
+use super::Handler;
 use super::call::{ConnCommand, ServerCall};
 use super::http1::{BidiRegistry, Http1Routes};
 use crate::{headers::CONTENT_TYPE_STREAM, origin::Origin};
-
-/// Answers a non-streaming request (unary Connect or plain HTTP) with a whole response.
-pub type Handler = Arc<dyn Fn(Request<Bytes>) -> Response<Bytes> + Send + Sync>;
 
 /// How a server that speaks the Run only over HTTP/1.1 refuses an HTTP/2 streaming call
 /// (see [`TestServerBuilder::refuse_h2`]; docs/PROTOCOL-AGENT.md §13.8).
