@@ -46,9 +46,10 @@ mod model;
 mod record;
 mod replica;
 mod script;
+mod server;
 
+pub use model::ToolNaming;
 pub use record::{ExecRecord, RunRecord};
-pub use replica::{
-    AllowedTools, HoldOpen, McpStateRequests, ModelIdForm, Replica, ReplicaServer, ToolNaming,
-};
+pub use replica::{AllowedTools, HoldOpen, McpStateRequests, ModelIdForm, Replica};
 pub use script::{Exhaustion, Fault, Script, StateLoss};
+pub use server::ReplicaServer;

@@ -149,6 +149,32 @@ pub(super) fn deltas(answer: &str) -> Vec<String> {
     answer.split_inclusive(' ').map(str::to_owned).collect()
 }
 
+/// How the replica's model names the host tool it calls (see
+/// [`Replica::set_tool_naming`](super::Replica::set_tool_naming)). Live servers were seen
+/// using each (PROTOCOL-AGENT §13.1).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolNaming {
+    /// The name as advertised (`bash`).
+    #[default]
+    Bare,
+    /// `mcp_<provider_identifier>_<name>` (`mcp_acme_bash`).
+    Mcp,
+    /// `<provider_identifier>-<name>` (`acme-bash`).
+    Dash,
+}
+
+impl ToolNaming {
+    /// `tool` named this way for `provider`.
+    pub fn name(self, provider: &str, tool: &str) -> String {
+        match self {
+            Self::Bare => tool.to_owned(),
+            Self::Mcp => format!("mcp_{provider}_{tool}"),
+            Self::Dash => format!("{provider}-{tool}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

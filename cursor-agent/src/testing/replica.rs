@@ -1,17 +1,15 @@
-//! [`Replica`]: the shared state of the replica, and [`ReplicaServer`], a replica serving on
-//! its own loopback server.
+//! [`Replica`]: the shared state of the replica (its conversations, scripts, records and
+//! settings), which every exchange reads; serving it is `server`'s part.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use cursor_transport::Origin;
 use cursor_transport::envelope::Compression;
-use cursor_transport::testing::{H2Refusal, TestServer, TestServerBuilder};
-use tokio::task::JoinHandle;
 
 use super::checkpoint::StoredConversation;
-use super::{RunRecord, Script, StateLoss, exchange};
+use super::model::ToolNaming;
+use super::{RunRecord, Script, StateLoss};
 
 type Sink = Arc<dyn Fn(&RunRecord) + Send + Sync>;
 
@@ -48,7 +46,8 @@ struct State {
 ///
 /// Serve it on a server of its own with [`Replica::start`] (or [`Replica::listen`] for a server
 /// with a handler for plain HTTP requests), or on an existing
-/// [`TestServer`] with [`Replica::serve`], for example a catalog fixture's, so the model
+/// [`TestServer`](cursor_transport::testing::TestServer) with [`Replica::serve`], for example
+/// a catalog fixture's, so the model
 /// catalog and `Run` share one origin.
 #[derive(Clone, Default)]
 pub struct Replica {
@@ -85,45 +84,6 @@ impl Replica {
     /// A replica with no conversations, not serving yet.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Starts a replica on a fresh loopback server.
-    pub async fn start() -> std::io::Result<ReplicaServer> {
-        Self::new().listen(TestServer::builder()).await
-    }
-
-    /// Starts a replica on a loopback server that refuses HTTP/2 Runs with HTTP 421 and serves
-    /// them as RunSSE plus BidiAppend over HTTP/1.1, as behind a proxy that passes only
-    /// HTTP/1.1 (docs/PROTOCOL-AGENT.md §13.8). Other refusals: [`Replica::listen`] with
-    /// [`TestServerBuilder::refuse_h2`].
-    pub async fn start_http1_only() -> std::io::Result<ReplicaServer> {
-        Self::new()
-            .listen(TestServer::builder().refuse_h2(H2Refusal::Status421))
-            .await
-    }
-
-    /// Starts serving this replica on a server built from `builder` (give it a
-    /// [`handler`](TestServerBuilder::handler) to answer unary and plain HTTP requests, such as
-    /// a token refresh, on the same origin).
-    pub async fn listen(self, builder: TestServerBuilder) -> std::io::Result<ReplicaServer> {
-        let mut server = builder.start().await?;
-        let origin = server.origin();
-        let replica = self.clone();
-        let task = tokio::spawn(async move { replica.serve(&mut server).await });
-        Ok(ReplicaServer {
-            replica: self,
-            origin,
-            task,
-        })
-    }
-
-    /// Serves every streaming call `server` accepts until it stops: `Run` calls (and `RunSSE`
-    /// calls, the Run over HTTP/1.1) as the agent backend, anything else with Connect
-    /// `unimplemented`. Each call runs in its own task.
-    pub async fn serve(&self, server: &mut TestServer) {
-        while let Some(call) = server.accept().await {
-            tokio::spawn(exchange::serve(self.clone(), call));
-        }
     }
 
     /// Queues `script` for the next Run that has none yet.
@@ -459,31 +419,6 @@ pub enum AllowedTools {
     Ignore,
 }
 
-/// How the replica's model names the host tool it calls (see [`Replica::set_tool_naming`]).
-/// Live servers were seen using each (PROTOCOL-AGENT §13.1).
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ToolNaming {
-    /// The name as advertised (`bash`).
-    #[default]
-    Bare,
-    /// `mcp_<provider_identifier>_<name>` (`mcp_acme_bash`).
-    Mcp,
-    /// `<provider_identifier>-<name>` (`acme-bash`).
-    Dash,
-}
-
-impl ToolNaming {
-    /// `tool` named this way for `provider`.
-    pub fn name(self, provider: &str, tool: &str) -> String {
-        match self {
-            Self::Bare => tool.to_owned(),
-            Self::Mcp => format!("mcp_{provider}_{tool}"),
-            Self::Dash => format!("{provider}-{tool}"),
-        }
-    }
-}
-
 /// What the replica does with a stream after `turn_ended`.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -495,41 +430,6 @@ pub enum HoldOpen {
     Forever,
     /// Keep it open this long, then end it.
     For(Duration),
-}
-
-/// A [`Replica`] serving on its own loopback server; dropping it stops the server.
-#[derive(Debug)]
-pub struct ReplicaServer {
-    replica: Replica,
-    origin: Origin,
-    task: JoinHandle<()>,
-}
-
-impl ReplicaServer {
-    /// The server's origin (`http://127.0.0.1:<port>`).
-    pub fn origin(&self) -> Origin {
-        self.origin.clone()
-    }
-
-    /// The replica it serves.
-    pub fn replica(&self) -> &Replica {
-        &self.replica
-    }
-}
-
-impl std::ops::Deref for ReplicaServer {
-    type Target = Replica;
-
-    fn deref(&self) -> &Replica {
-        &self.replica
-    }
-}
-
-impl Drop for ReplicaServer {
-    fn drop(&mut self) {
-        // The server lives in the task; aborting it drops the listener and every connection.
-        self.task.abort();
-    }
 }
 
 fn journal_digest(journal: &[Vec<u8>]) -> [u8; 32] {
