@@ -12,7 +12,7 @@ use crate::compat::TESTED_PI_VERSIONS;
 use super::usage::utc_date;
 use super::{
     ACCESS_TOKEN_ENV, API, API_KEY_ENV, CHANNEL_ENV, ChannelKind, HANDLE_DIR_ENV, HeadlessTokens,
-    PROVIDER_ID, api_origin_from_env, for_pi,
+    PROVIDER_ID, REFRESH_TOKEN_ENV, api_origin_from_env, for_pi,
 };
 
 /// What the doctor looks at besides the environment.
@@ -138,18 +138,69 @@ pub fn doctor_text(report: &Value) -> (String, &'static str) {
 }
 
 /// `section` with its outcome ([`diagnose`] says what the fields mean).
-pub(super) fn verdict(
-    mut section: Value,
-    check: &str,
-    summary: String,
-    next_step: Option<String>,
-) -> Value {
+fn verdict(mut section: Value, check: &str, summary: String, next_step: Option<String>) -> Value {
     section["check"] = check.into();
     section["summary"] = summary.into();
     if let Some(step) = next_step {
         section["nextStep"] = step.into();
     }
     section
+}
+
+// The doctor's view of the headless tokens is written here, beside the report it is part of,
+// so that `headless` stays about the tokens and needs nothing of the doctor.
+impl HeadlessTokens {
+    /// The `/cursor-doctor` view: which variables are set, never their values. `shadowed` says
+    /// that a stored `/login cursor` credential exists, which pi uses instead. Set, it carries
+    /// the doctor's `check`, `summary` and `nextStep`; unset, it has no line of its own (the
+    /// credentials line covers it).
+    pub fn doctor_view(headless: Option<&Self>, shadowed: bool) -> Value {
+        let Some(tokens) = headless else {
+            return json!({"state": "unset", "env": [ACCESS_TOKEN_ENV, REFRESH_TOKEN_ENV, API_KEY_ENV]});
+        };
+        let mut view = json!({
+            "state": if shadowed { "set, unused: the stored /login cursor credential wins" } else { "in use" },
+        });
+        if tokens.from_api_key {
+            view["apiKey"] = json!(format!(
+                "{API_KEY_ENV} present (redacted); exchanged for an access token kept in memory, exchanged again after a 401"
+            ));
+        } else {
+            view["accessToken"] = json!(format!("{ACCESS_TOKEN_ENV} present (redacted)"));
+            view["refreshToken"] = json!(if tokens.refresh.is_some() {
+                format!("{REFRESH_TOKEN_ENV} present (redacted)")
+            } else {
+                format!("{REFRESH_TOKEN_ENV} unset: a 401 ends the turn without a refresh")
+            });
+        }
+        let name = tokens.env_name();
+        let (check, summary, next_step) = if shadowed {
+            (
+                "warn",
+                format!("{name} is set but unused: the stored /login cursor credential wins"),
+                Some(format!(
+                    "unset {name}, or remove the stored credential with /logout"
+                )),
+            )
+        } else if tokens.from_api_key {
+            ("ok", format!("{API_KEY_ENV} in use"), None)
+        } else if tokens.refresh.is_some() {
+            (
+                "ok",
+                format!("{ACCESS_TOKEN_ENV} and {REFRESH_TOKEN_ENV} in use"),
+                None,
+            )
+        } else {
+            (
+                "warn",
+                format!(
+                    "{ACCESS_TOKEN_ENV} in use without {REFRESH_TOKEN_ENV}: a 401 ends the turn"
+                ),
+                Some(format!("set {REFRESH_TOKEN_ENV} too")),
+            )
+        };
+        verdict(view, check, summary, next_step)
+    }
 }
 
 fn channel_section() -> Value {

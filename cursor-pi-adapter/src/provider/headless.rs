@@ -10,10 +10,6 @@
 
 use std::fmt;
 
-use serde_json::{Value, json};
-
-use super::doctor::verdict;
-
 /// The environment variable holding a Cursor access token for headless runs.
 pub const ACCESS_TOKEN_ENV: &str = "CURSOR_ACCESS_TOKEN";
 
@@ -85,58 +81,6 @@ impl HeadlessTokens {
         } else {
             ACCESS_TOKEN_ENV
         }
-    }
-
-    /// The `/cursor-doctor` view: which variables are set, never their values. `shadowed` says
-    /// that a stored `/login cursor` credential exists, which pi uses instead. Set, it carries
-    /// the doctor's `check`, `summary` and `nextStep`; unset, it has no line of its own (the
-    /// credentials line covers it).
-    pub fn doctor_view(headless: Option<&Self>, shadowed: bool) -> Value {
-        let Some(tokens) = headless else {
-            return json!({"state": "unset", "env": [ACCESS_TOKEN_ENV, REFRESH_TOKEN_ENV, API_KEY_ENV]});
-        };
-        let mut view = json!({
-            "state": if shadowed { "set, unused: the stored /login cursor credential wins" } else { "in use" },
-        });
-        if tokens.from_api_key {
-            view["apiKey"] = json!(format!(
-                "{API_KEY_ENV} present (redacted); exchanged for an access token kept in memory, exchanged again after a 401"
-            ));
-        } else {
-            view["accessToken"] = json!(format!("{ACCESS_TOKEN_ENV} present (redacted)"));
-            view["refreshToken"] = json!(if tokens.refresh.is_some() {
-                format!("{REFRESH_TOKEN_ENV} present (redacted)")
-            } else {
-                format!("{REFRESH_TOKEN_ENV} unset: a 401 ends the turn without a refresh")
-            });
-        }
-        let name = tokens.env_name();
-        let (check, summary, next_step) = if shadowed {
-            (
-                "warn",
-                format!("{name} is set but unused: the stored /login cursor credential wins"),
-                Some(format!(
-                    "unset {name}, or remove the stored credential with /logout"
-                )),
-            )
-        } else if tokens.from_api_key {
-            ("ok", format!("{API_KEY_ENV} in use"), None)
-        } else if tokens.refresh.is_some() {
-            (
-                "ok",
-                format!("{ACCESS_TOKEN_ENV} and {REFRESH_TOKEN_ENV} in use"),
-                None,
-            )
-        } else {
-            (
-                "warn",
-                format!(
-                    "{ACCESS_TOKEN_ENV} in use without {REFRESH_TOKEN_ENV}: a 401 ends the turn"
-                ),
-                Some(format!("set {REFRESH_TOKEN_ENV} too")),
-            )
-        };
-        verdict(view, check, summary, next_step)
     }
 }
 
