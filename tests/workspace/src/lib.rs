@@ -4,12 +4,19 @@
 //!   layer, and nothing in L0–L5 reaches a pi- or Node-related crate;
 //! - **spawning**: only `cursor-identity` may start a process, and only from its table;
 //! - **origins**: every network origin written in source is on the allowlist;
-//! - **fuzz corpora**: every checked-in fuzz input replays through its decoder without a panic.
+//! - **fuzz corpora**: every checked-in fuzz input replays through its decoder without a panic;
+//! - **module cycles**: at no level of a library's module tree do sibling modules name each
+//!   other in a cycle.
 //!
 //! The rules are plain functions over data so their own tests can prove they catch violations.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+mod module_graph;
+mod rust_tokens;
+
+pub use module_graph::{ModuleGraph, module_cycle_lines, module_cycles, module_graphs};
 
 /// The layer of each published crate; L4a and L4b share layer 4, so they may not import each
 /// other.
@@ -172,6 +179,19 @@ pub fn rust_sources(root: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// The library crates whose module trees must be free of cycles between sibling modules.
+/// (cursor-gateway joins once its modules are reshaped.)
+pub const ACYCLIC_MODULE_CRATES: &[&str] = &[
+    "cursor-proto",
+    "cursor-auth",
+    "cursor-identity",
+    "cursor-transport",
+    "cursor-agent",
+    "cursor-inference",
+    "cursor-catalog",
+    "cursor-pi-adapter",
+];
+
 /// The crates below the pi adapter (L0–L5): their sources must not know any host.
 pub const HOST_NEUTRAL_CRATES: &[&str] = &[
     "cursor-proto",
@@ -304,154 +324,4 @@ pub fn workspace_root() -> PathBuf {
         .join("../..")
         .canonicalize()
         .expect("workspace root")
-}
-
-/// The top-level modules of the library crate at `src` (its `lib.rs` declarations) and, for
-/// each, the other top-level modules its non-test code names through `crate::` paths (a name
-/// the crate root re-exports counts as the module it comes from).
-pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap_or_default();
-    let lib = strip_tests(&lib);
-    let modules: BTreeSet<String> = lib
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            let rest = line
-                .strip_prefix("pub mod ")
-                .or_else(|| line.strip_prefix("mod "))?;
-            rest.strip_suffix(';').map(str::to_owned)
-        })
-        .collect();
-    // Names re-exported at the root: `pub use module::{A, B};` / `pub use module::A;`.
-    let mut reexports = BTreeMap::new();
-    for statement in lib.split(';') {
-        let statement = statement.trim();
-        let Some(path) = statement.strip_prefix("pub use ") else {
-            continue;
-        };
-        let Some((module, rest)) = path.split_once("::") else {
-            continue;
-        };
-        if !modules.contains(module) {
-            continue;
-        }
-        for name in leading_names(rest) {
-            reexports.insert(name, module.to_owned());
-        }
-    }
-    let mut graph = BTreeMap::new();
-    for module in &modules {
-        let mut targets = BTreeSet::new();
-        for file in module_files(src, module) {
-            let text = std::fs::read_to_string(&file).unwrap_or_default();
-            let code: String = strip_tests(&text)
-                .lines()
-                .filter(|l| !l.trim_start().starts_with("//"))
-                .collect::<Vec<_>>()
-                .join("\n");
-            for (start, _) in code.match_indices("crate::") {
-                for name in leading_names(&code[start + "crate::".len()..]) {
-                    let target = if modules.contains(&name) {
-                        Some(name)
-                    } else {
-                        reexports.get(&name).cloned()
-                    };
-                    if let Some(target) = target.filter(|t| t != module) {
-                        targets.insert(target);
-                    }
-                }
-            }
-        }
-        graph.insert(module.clone(), targets);
-    }
-    graph
-}
-
-/// The groups of modules that name each other in a cycle (strongly connected components with
-/// more than one member), each sorted.
-pub fn module_cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
-    let reaches = |from: &String, to: &String| {
-        let mut seen = BTreeSet::new();
-        let mut stack = vec![from.clone()];
-        while let Some(next) = stack.pop() {
-            if &next == to {
-                return true;
-            }
-            if seen.insert(next.clone()) {
-                stack.extend(graph.get(&next).into_iter().flatten().cloned());
-            }
-        }
-        false
-    };
-    let mut cycles: Vec<Vec<String>> = Vec::new();
-    for module in graph.keys() {
-        if cycles.iter().any(|c| c.contains(module)) {
-            continue;
-        }
-        let group: Vec<String> = graph
-            .keys()
-            .filter(|other| *other == module || (reaches(module, other) && reaches(other, module)))
-            .cloned()
-            .collect();
-        if group.len() > 1 {
-            cycles.push(group);
-        }
-    }
-    cycles
-}
-
-/// The first path segment of each item a `crate::` path names: `run::X` gives `run`,
-/// `{a::B, c}` gives `a` and `c`.
-fn leading_names(rest: &str) -> Vec<String> {
-    let ident = |s: &str| -> String {
-        s.trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
-    };
-    let rest = rest.trim_start();
-    let Some(group) = rest.strip_prefix('{') else {
-        return vec![ident(rest)]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect();
-    };
-    let mut names = Vec::new();
-    let mut depth = 0;
-    let mut item_start = true;
-    for (index, c) in group.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => break,
-            '}' => depth -= 1,
-            ',' if depth == 0 => item_start = true,
-            c if item_start && !c.is_whitespace() => {
-                item_start = false;
-                let name = ident(&group[index..]);
-                if !name.is_empty() && name != "self" {
-                    names.push(name);
-                }
-            }
-            _ => {}
-        }
-    }
-    names
-}
-
-/// `module`'s source files: `module.rs` and everything under `module/`, but not its unit-test
-/// files (`tests.rs`).
-fn module_files(src: &Path, module: &str) -> Vec<PathBuf> {
-    let mut files = rust_sources(&src.join(module));
-    files.retain(|file| file.file_stem().is_none_or(|stem| stem != "tests"));
-    let single = src.join(format!("{module}.rs"));
-    if single.is_file() {
-        files.push(single);
-    }
-    files
-}
-
-/// The text before a file's `#[cfg(test)]` unit-test module (tests may reach anywhere).
-fn strip_tests(text: &str) -> &str {
-    text.find("#[cfg(test)]\nmod tests")
-        .map_or(text, |end| &text[..end])
 }
