@@ -296,28 +296,35 @@ impl Shared {
                 ErrorInfo::new(e.kind(), e.to_string(), e.next_step())
             })?;
         let access = fresh.access.clone();
-        if let Err(error) = self.write_back(&fresh) {
+        // Written off the async workers (a synced file write can take long), before the new
+        // tokens are used: a crash right after the refresh must not lose a rotated token.
+        let (target, rotated) = (self.write_back.clone(), fresh.clone());
+        let written = tokio::task::spawn_blocking(move || write_back(&target, &rotated))
+            .await
+            .unwrap_or_else(|error| Err(std::io::Error::other(error.to_string())));
+        if let Err(error) = written {
             // The new tokens still serve this process; only a restart would miss them.
             tracing::warn!(%error, "could not write back the refreshed Cursor credentials");
         }
         *self.held() = Held::Oauth(fresh);
         Ok(access)
     }
+}
 
-    fn write_back(&self, fresh: &Credentials) -> std::io::Result<()> {
-        match &self.write_back {
-            WriteBack::Nowhere => Ok(()),
-            WriteBack::PiAuthFile(path) => write_pi_entry(path, fresh),
-            WriteBack::State {
-                path,
-                descends_from,
-            } => {
-                let file = serde_json::json!({
-                    "descends_from": descends_from,
-                    "cursor": fresh,
-                });
-                write_atomically(path, &pretty(&file)?)
-            }
+/// Writes rotated OAuth credentials back where they came from.
+fn write_back(target: &WriteBack, fresh: &Credentials) -> std::io::Result<()> {
+    match target {
+        WriteBack::Nowhere => Ok(()),
+        WriteBack::PiAuthFile(path) => write_pi_entry(path, fresh),
+        WriteBack::State {
+            path,
+            descends_from,
+        } => {
+            let file = serde_json::json!({
+                "descends_from": descends_from,
+                "cursor": fresh,
+            });
+            write_atomically(path, &pretty(&file)?)
         }
     }
 }
@@ -408,40 +415,10 @@ fn pretty(value: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Writes `contents` to a temporary file beside `path` (mode 0600 on unix), syncs it and
-/// renames it over `path`: a reader sees the old file or the new one, never half of one.
+/// Writes `contents` over `path` atomically and durably, mode 0600 (see
+/// [`crate::state::files`]).
 fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)?;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&temp)?;
-        // `mode` applies only to a new file; a leftover temporary keeps its own.
-        #[cfg(unix)]
-        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written?;
-    // The rename itself survives a crash once the directory is synced.
-    #[cfg(unix)]
-    if let Ok(dir) = std::fs::File::open(dir) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
+    crate::state::files::replace_private(path, contents, crate::state::files::Durability::Synced)
 }
 
 /// The `cursor` entry of pi's `auth.json` (`$PI_CODING_AGENT_DIR/auth.json`, else

@@ -1,4 +1,5 @@
-//! Start-up errors, and the OpenAI error objects every HTTP failure is answered with.
+//! Start-up errors, and [`ApiError`]: every HTTP failure, classified once. Each dialect words it
+//! in its own error shape; OpenAI's is the default (routes that belong to no dialect).
 
 use std::net::SocketAddr;
 
@@ -9,13 +10,16 @@ use serde_json::json;
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
-    /// A command-line mistake (the message says which; empty for `--help`).
+    /// A command-line or configuration mistake (the message says which).
     #[error("{0}")]
     Usage(String),
+    /// `--help` or `--version` was asked for: the text to print, then exit successfully.
+    #[error("{0}")]
+    Help(String),
     /// A non-loopback listen address without an API key.
     #[error(
         "refusing to listen on {0} without an API key: anyone who reaches it could use your Cursor \
-         account. Pass --api-key KEY (or set CURSOR_GATEWAY_API_KEY), or listen on 127.0.0.1"
+         account. Pass --api-key-file FILE (or set CURSOR_GATEWAY_API_KEY), or listen on 127.0.0.1"
     )]
     Exposed(SocketAddr),
     /// An origin flag names a host outside the allowlist.
@@ -43,14 +47,15 @@ impl GatewayError {
     }
 }
 
-/// An HTTP failure answered as an OpenAI error object.
+/// An HTTP failure: its status, its classification and what the client can do next.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApiError {
     /// The HTTP status.
     pub status: u16,
-    /// OpenAI's `type`.
+    /// OpenAI's error `type`.
     pub kind: &'static str,
-    /// OpenAI's `code`.
+    /// OpenAI's error `code`.
     pub code: String,
     /// The message, with this project's class and next step.
     pub message: String,
@@ -58,22 +63,35 @@ pub struct ApiError {
     pub param: Option<String>,
     /// Seconds for a `Retry-After` header, if the client should come back.
     pub retry_after: Option<u64>,
+    /// The classification: `auth`, `network`, `protocol_drift`, `remote_refusal` or `local`.
+    pub class: ErrorKind,
 }
 
 impl ApiError {
+    fn new(status: u16, kind: &'static str, code: &str, class: ErrorKind, message: String) -> Self {
+        Self {
+            status,
+            kind,
+            code: code.to_owned(),
+            message,
+            param: None,
+            retry_after: None,
+            class,
+        }
+    }
+
     /// A 400 for bad input: what is wrong, and that the stored conversation is untouched.
     pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
-        Self {
-            status: 400,
-            kind: "invalid_request_error",
-            code: code.to_owned(),
-            message: format!(
+        Self::new(
+            400,
+            "invalid_request_error",
+            code,
+            ErrorKind::Local,
+            format!(
                 "[local] {} (next step: fix the request; the conversation's stored state is unchanged)",
                 message.into()
             ),
-            param: None,
-            retry_after: None,
-        }
+        )
     }
 
     /// Sets the parameter the error is about.
@@ -90,109 +108,153 @@ impl ApiError {
         self
     }
 
-    /// A 503 with `Retry-After`: the gateway is at its bound of `what` (connections, turns).
+    /// A 503 with `Retry-After`: the gateway as a whole is at its bound of `what`
+    /// (connections, turns, request memory).
     pub fn overloaded(what: &str) -> Self {
-        Self {
-            status: 503,
-            kind: "server_error",
-            code: "overloaded".into(),
-            message: format!(
-                "[remote_refusal] the gateway is at its limit of concurrent {what} (next step: retry \
-                 after the Retry-After delay)"
+        let mut error = Self::new(
+            503,
+            "server_error",
+            "overloaded",
+            ErrorKind::RemoteRefusal,
+            format!(
+                "[remote_refusal] the gateway is at its limit of {what} (next step: retry after the \
+                 Retry-After delay)"
             ),
-            param: None,
-            retry_after: Some(1),
-        }
+        );
+        error.retry_after = Some(1);
+        error
+    }
+
+    /// A 429 with `Retry-After`: this client key is at its own share of `what`; other keys are
+    /// still served.
+    pub fn key_limit(what: &str) -> Self {
+        let mut error = Self::new(
+            429,
+            "rate_limit_error",
+            "key_limit_reached",
+            ErrorKind::RemoteRefusal,
+            format!(
+                "[remote_refusal] this API key is at its limit of {what} (next step: retry after \
+                 the Retry-After delay, or finish the requests it has running)"
+            ),
+        );
+        error.retry_after = Some(1);
+        error
     }
 
     /// A 413: the body is larger than `limit` bytes (said before it is read).
     pub fn too_large(limit: usize) -> Self {
-        Self {
-            status: 413,
-            kind: "invalid_request_error",
-            code: "request_too_large".into(),
-            message: format!(
+        Self::new(
+            413,
+            "invalid_request_error",
+            "request_too_large",
+            ErrorKind::Local,
+            format!(
                 "[local] the request body exceeds the gateway's limit of {limit} bytes (next step: \
                  send less, for example smaller images, or raise --max-body-bytes)"
             ),
-            param: None,
-            retry_after: None,
-        }
+        )
     }
 
     /// A 408: the body did not arrive within the body timeout.
     pub fn body_timeout() -> Self {
-        Self {
-            status: 408,
-            kind: "invalid_request_error",
-            code: "request_timeout".into(),
-            message: "[network] the request body did not arrive in time (next step: retry; check \
-                      the network, or raise --body-timeout)"
+        Self::new(
+            408,
+            "invalid_request_error",
+            "request_timeout",
+            ErrorKind::Network,
+            "[network] the request body did not arrive in time (next step: retry; check the \
+             network, or raise --body-timeout)"
                 .into(),
-            param: None,
-            retry_after: None,
-        }
+        )
     }
 
     /// A 404 for an unknown path.
     pub fn not_found(path: &str) -> Self {
-        Self {
-            status: 404,
-            kind: "invalid_request_error",
-            code: "unknown_url".into(),
-            message: format!(
-                "[local] no route {path} (next step: use /v1/models, /v1/chat/completions or /v1/responses)"
+        Self::new(
+            404,
+            "invalid_request_error",
+            "unknown_url",
+            ErrorKind::Local,
+            format!(
+                "[local] no route {path} (next step: use /v1/models, /v1/chat/completions, \
+                 /v1/responses or /v1/messages)"
             ),
-            param: None,
-            retry_after: None,
-        }
+        )
     }
 
     /// A 405 for a known path with another method.
     pub fn method_not_allowed(path: &str) -> Self {
-        Self {
-            status: 405,
-            kind: "invalid_request_error",
-            code: "method_not_allowed".into(),
-            message: format!(
+        Self::new(
+            405,
+            "invalid_request_error",
+            "method_not_allowed",
+            ErrorKind::Local,
+            format!(
                 "[local] {path} does not take this method (next step: see docs/OPENAI-GATEWAY.md)"
             ),
-            param: None,
-            retry_after: None,
-        }
+        )
     }
 
     /// A 401 for a missing or wrong gateway API key.
     pub fn gateway_key() -> Self {
-        Self {
-            status: 401,
-            kind: "authentication_error",
-            code: "invalid_api_key".into(),
-            message:
-                "[auth] missing or wrong gateway API key (next step: send the key the gateway \
-                      was started with as `Authorization: Bearer KEY`)"
-                    .into(),
-            param: None,
-            retry_after: None,
-        }
+        Self::new(
+            401,
+            "authentication_error",
+            "invalid_api_key",
+            ErrorKind::Auth,
+            "[auth] missing or wrong gateway API key (next step: send a key the gateway was \
+             started with as `Authorization: Bearer KEY` or `x-api-key: KEY`)"
+                .into(),
+        )
+    }
+
+    /// A 401 for a missing or wrong admin key on an admin route.
+    pub fn admin_key() -> Self {
+        Self::new(
+            401,
+            "authentication_error",
+            "invalid_admin_key",
+            ErrorKind::Auth,
+            "[auth] this route needs the gateway's admin key (next step: send it as \
+             `Authorization: Bearer KEY`, or read it on the --admin-listen address)"
+                .into(),
+        )
+    }
+
+    /// A 500 for a failure inside the gateway. The client learns that it happened and the
+    /// request id; what failed, with paths and OS errors, goes to the gateway's log only.
+    pub fn internal(request_id: Option<&str>) -> Self {
+        let id = request_id.map_or(String::new(), |id| format!(" (request {id})"));
+        Self::new(
+            500,
+            "server_error",
+            "internal_error",
+            ErrorKind::Local,
+            format!(
+                "[local] the gateway failed inside{id} (next step: retry; if it persists, the \
+                 gateway's operator finds the cause in its log)"
+            ),
+        )
     }
 
     /// A classified failure from the crates: 401 auth, 429 quota and rate limits, 400 bad
-    /// input, 502 network and drift.
+    /// input, 502 network and drift, and a redacted 500 for the gateway's own failures.
     pub fn from_info(info: &ErrorInfo) -> Self {
         // A prompt Cursor refused as too long: OpenAI's own code, so clients compact.
         if info.next_step == NextStep::CompactConversation {
-            return Self {
-                status: 400,
-                kind: "invalid_request_error",
-                code: "context_length_exceeded".into(),
-                message: format!(
+            let mut error = Self::new(
+                400,
+                "invalid_request_error",
+                "context_length_exceeded",
+                info.kind,
+                format!(
                     "[{}] prompt is too long: {} (next step: {})",
                     info.kind, info.message, info.next_step
                 ),
-                param: Some("messages".into()),
-                retry_after: None,
-            };
+            );
+            error.param = Some("messages".into());
+            return error;
         }
         let (status, kind) = match info.kind {
             ErrorKind::Auth => (401, "authentication_error"),
@@ -211,28 +273,31 @@ impl ApiError {
             },
             _ => (502, "api_error"),
         };
-        Self {
+        if status == 500 {
+            // The gateway's own failure (its state directory, a task): the details name paths
+            // and OS errors of the machine it runs on, which are the operator's, not the
+            // client's.
+            tracing::error!(message = %info.message, next_step = %info.next_step, "a turn failed inside the gateway");
+            return Self::internal(None);
+        }
+        Self::new(
             status,
             kind,
-            code: info.kind.as_str().to_owned(),
-            message: format!(
+            info.kind.as_str(),
+            info.kind,
+            format!(
                 "[{}] {} (next step: {})",
                 info.kind, info.message, info.next_step
             ),
-            param: None,
-            retry_after: None,
-        }
+        )
     }
 
-    /// The classification this error carries (`auth`, `local`, …), for metrics.
-    pub fn class(&self) -> &str {
-        self.message
-            .strip_prefix('[')
-            .and_then(|rest| rest.split_once(']'))
-            .map_or("local", |(class, _)| class)
+    /// The classification as text (`auth`, `local`, …), for metrics.
+    pub fn class(&self) -> &'static str {
+        self.class.as_str()
     }
 
-    /// The JSON body: `{"error": {message, type, param, code}}`.
+    /// OpenAI's JSON body: `{"error": {message, type, param, code}}`.
     pub fn body(&self) -> serde_json::Value {
         json!({"error": {
             "message": self.message,
@@ -306,6 +371,7 @@ mod tests {
             "quota spent",
             NextStep::WaitForQuota,
         ));
+        assert_eq!(error.class(), "remote_refusal");
         let body = error.body();
         assert_eq!(body["error"]["type"], "rate_limit_error");
         assert_eq!(body["error"]["code"], "remote_refusal");
@@ -314,5 +380,20 @@ mod tests {
             message
                 .starts_with("[remote_refusal] quota spent (next step: wait for the usage quota")
         );
+    }
+
+    #[test]
+    fn a_failure_inside_the_gateway_never_shows_its_paths_to_the_client() {
+        let info = ErrorInfo::new(
+            ErrorKind::Local,
+            "write /srv/secret-state/handles/c-1.json: No space left on device",
+            NextStep::fix_local("check that the handle directory exists"),
+        );
+        let error = ApiError::from_info(&info);
+        assert_eq!(error.status, 500);
+        let body = error.body().to_string();
+        assert!(!body.contains("/srv/secret-state"), "{body}");
+        assert!(!body.contains("handle directory"), "{body}");
+        assert_eq!(error.class(), "local");
     }
 }

@@ -85,13 +85,12 @@ impl HistoryFp {
 /// assistant messages count as one unit (clients split text and tool calls differently).
 pub fn prefixes(scope: &Scope, conversation: &Conversation) -> Vec<HistoryFp> {
     let mut fp = root(scope, &conversation.system_prompt);
-    units(&conversation.messages)
-        .into_iter()
-        .map(|unit| {
-            fp = fp.chain(&unit);
-            fp
-        })
-        .collect()
+    let mut out = Vec::new();
+    for_each_unit(&conversation.messages, |unit| {
+        fp = fp.chain(unit);
+        out.push(fp);
+    });
+    out
 }
 
 /// The fingerprint after `prefix` plus the assistant's answer (`text` and `calls`), as the
@@ -175,6 +174,11 @@ fn canonical_json(value: &Value) -> String {
 }
 
 fn assistant_unit(out: &mut Vec<u8>, text: &str, calls: &[ToolCall]) {
+    let calls: Vec<&ToolCall> = calls.iter().collect();
+    assistant_unit_of(out, text, &calls);
+}
+
+fn assistant_unit_of(out: &mut Vec<u8>, text: &str, calls: &[&ToolCall]) {
     out.push(b'a');
     field(out, text.as_bytes());
     for call in calls {
@@ -185,33 +189,40 @@ fn assistant_unit(out: &mut Vec<u8>, text: &str, calls: &[ToolCall]) {
     }
 }
 
-/// The history as hashable units.
-fn units(messages: &[Message]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut assistant: Option<(Vec<String>, Vec<ToolCall>)> = None;
-    let flush = |out: &mut Vec<Vec<u8>>, pending: &mut Option<(Vec<String>, Vec<ToolCall>)>| {
-        if let Some((texts, calls)) = pending.take() {
-            let mut unit = Vec::new();
-            assistant_unit(&mut unit, texts.join("").trim(), &calls);
-            out.push(unit);
-        }
-    };
-    for message in messages {
-        match message {
-            Message::Assistant { content } => {
-                let (texts, calls) = assistant.get_or_insert_with(Default::default);
-                for block in content {
-                    match block {
-                        AssistantContent::Text { text } => texts.push(text.clone()),
-                        AssistantContent::ToolCall(call) => calls.push(call.clone()),
-                        // Clients drop or summarise reasoning; it is not part of the history.
-                        _ => {}
+/// Calls `each` with the bytes of every history unit in order. One unit is built at a time in
+/// a reused buffer: a history of a million messages costs the largest one, not a copy of all.
+fn for_each_unit(messages: &[Message], mut each: impl FnMut(&[u8])) {
+    let mut unit = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        unit.clear();
+        match &messages[i] {
+            Message::Assistant { .. } => {
+                let run = messages[i..]
+                    .iter()
+                    .take_while(|m| matches!(m, Message::Assistant { .. }))
+                    .count();
+                let group = &messages[i..i + run];
+                let mut text = String::new();
+                let mut calls = Vec::new();
+                for message in group {
+                    let Message::Assistant { content } = message else {
+                        continue;
+                    };
+                    for block in content {
+                        match block {
+                            AssistantContent::Text { text: part } => text.push_str(part),
+                            AssistantContent::ToolCall(call) => calls.push(call),
+                            // Clients drop or summarise reasoning; it is not part of the history.
+                            _ => {}
+                        }
                     }
                 }
+                assistant_unit_of(&mut unit, text.trim(), &calls);
+                i += run;
             }
             Message::User { content } => {
-                flush(&mut out, &mut assistant);
-                let mut unit = vec![b'u'];
+                unit.push(b'u');
                 for block in content {
                     match block {
                         UserContent::Text { text } => {
@@ -223,11 +234,11 @@ fn units(messages: &[Message]) -> Vec<Vec<u8>> {
                         _ => unit.push(b'?'),
                     }
                 }
-                out.push(unit);
+                i += 1;
             }
             Message::ToolResult(result) => {
-                flush(&mut out, &mut assistant);
-                let mut unit = vec![b'r', u8::from(result.is_error)];
+                unit.push(b'r');
+                unit.push(u8::from(result.is_error));
                 field(&mut unit, result.tool_call_id.as_bytes());
                 for block in &result.content {
                     match block {
@@ -239,14 +250,16 @@ fn units(messages: &[Message]) -> Vec<Vec<u8>> {
                         _ => unit.push(b'?'),
                     }
                 }
-                out.push(unit);
+                i += 1;
             }
             // Newer message kinds carry nothing the gateway's clients send.
-            _ => {}
+            _ => {
+                i += 1;
+                continue;
+            }
         }
+        each(&unit);
     }
-    flush(&mut out, &mut assistant);
-    out
 }
 
 #[cfg(test)]

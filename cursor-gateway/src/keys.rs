@@ -1,13 +1,18 @@
 //! The keys clients present to the gateway. Each key is its own namespace: conversations
 //! started with one key are never found with another.
+//!
+//! Keys are kept as SHA-256 digests only, and a sent key is compared by its digest against
+//! every configured one in constant time (`subtle`): neither the comparison's time nor its
+//! length depends on how much of a key was right or how long the configured keys are.
 
 use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
 
 /// The configured client keys (none: every local client shares one namespace).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct ClientKeys {
-    /// (key, namespace) pairs.
-    keys: Vec<(String, String)>,
+    /// (digest of the key, namespace) pairs.
+    keys: Vec<([u8; 32], String)>,
 }
 
 impl std::fmt::Debug for ClientKeys {
@@ -33,13 +38,18 @@ impl ClientKeys {
 
     /// Adds one key.
     pub fn add(&mut self, key: String) {
-        let key = key.trim().to_owned();
-        if key.is_empty() || self.keys.iter().any(|(k, _)| *k == key) {
+        let key = key.trim();
+        if key.is_empty() {
             return;
         }
-        let digest = Sha256::digest(key.as_bytes());
-        let namespace = cursor_proto::hex::encode(&digest[..8]);
-        self.keys.push((key, format!("key-{namespace}")));
+        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        if self.keys.iter().any(|(known, _)| *known == digest) {
+            return;
+        }
+        // The namespace every conversation of this key is filed under: part of its history
+        // fingerprints and never written to disk as it is.
+        let namespace = format!("key-{}", cursor_proto::hex::encode(&digest[..8]));
+        self.keys.push((digest, namespace));
     }
 
     /// The keys of a keys file: one per line; blank lines and lines starting with `#` are
@@ -59,15 +69,16 @@ impl ClientKeys {
     }
 
     /// The namespace `sent` opens: [`OPEN_NAMESPACE`] when no key is configured, `None` for a
-    /// key that is not one of them. Every configured key is compared in constant time.
+    /// key that is not one of them.
     pub fn namespace_of(&self, sent: Option<&str>) -> Option<&str> {
         if self.keys.is_empty() {
             return Some(OPEN_NAMESPACE);
         }
-        let sent = sent?.trim().as_bytes();
+        let sent: [u8; 32] = Sha256::digest(sent?.trim().as_bytes()).into();
         let mut found = None;
-        for (key, namespace) in &self.keys {
-            if constant_time_eq(sent, key.as_bytes()) {
+        // Every key is compared, whichever matches: the time says nothing of which did.
+        for (digest, namespace) in &self.keys {
+            if bool::from(digest.ct_eq(&sent)) {
                 found = Some(namespace.as_str());
             }
         }
@@ -83,10 +94,6 @@ pub(crate) fn key_lines(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +107,7 @@ mod tests {
         assert_ne!(alpha, beta);
         assert_eq!(keys.namespace_of(Some("gamma")), None);
         assert_eq!(keys.namespace_of(Some("alph")), None);
+        assert_eq!(keys.namespace_of(Some("alphaalpha")), None);
         assert_eq!(keys.namespace_of(None), None);
     }
 
@@ -108,5 +116,28 @@ mod tests {
         let keys = ClientKeys::default();
         assert_eq!(keys.namespace_of(None), Some(OPEN_NAMESPACE));
         assert_eq!(keys.namespace_of(Some("anything")), Some(OPEN_NAMESPACE));
+    }
+
+    #[test]
+    fn namespaces_are_the_ones_earlier_versions_filed_conversations_under() {
+        // key-<first 8 bytes of SHA-256(key)>: stored conversations keep resuming.
+        let keys = ClientKeys::new(["alpha".to_owned()]);
+        let digest = Sha256::digest(b"alpha");
+        assert_eq!(
+            keys.namespace_of(Some("alpha")).unwrap(),
+            format!("key-{}", cursor_proto::hex::encode(&digest[..8]))
+        );
+    }
+
+    #[test]
+    fn no_key_is_kept_in_the_clear() {
+        let keys = ClientKeys::new(["sk-very-secret".to_owned()]);
+        let shown = format!("{keys:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(
+            keys.keys
+                .iter()
+                .all(|(digest, ns)| digest.len() == 32 && !ns.contains("secret"))
+        );
     }
 }

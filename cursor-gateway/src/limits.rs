@@ -1,6 +1,7 @@
-//! What one gateway process lets its clients hold: sockets, bodies, turns, waiting tool rounds,
-//! and how long each may take. Every field has a command-line flag; the defaults suit one
-//! machine shared by a team.
+//! What one gateway process lets its clients hold: sockets, request memory, turns, waiting tool
+//! rounds, state on disk, and how long each may take. Every field has a command-line flag; the
+//! defaults suit one machine shared by a team. Caps with a per-key share keep one client key
+//! from taking what the others need.
 
 use std::time::Duration;
 
@@ -18,25 +19,49 @@ pub struct Limits {
     pub write: Duration,
     /// Open connections; one more is answered 503 at once (`--max-connections`).
     pub max_connections: usize,
-    /// Turns streaming at once; one more is answered 503 with `Retry-After` (`--max-turns`).
+    /// Open connections from one peer address (`--max-connections-per-peer`).
+    pub max_connections_per_peer: usize,
+    /// Turns running at once; one more is answered 503 with `Retry-After` (`--max-turns`).
     pub max_turns: usize,
-    /// Conversations kept in memory, waiting tool rounds included; past it the least recently
-    /// used is evicted (a waiting one has its Run cancelled) (`--max-conversations`).
+    /// Turns one client key runs at once; one more is answered 429 (`--max-turns-per-key`).
+    pub max_turns_per_key: usize,
+    /// Conversations kept in memory, waiting tool rounds included (`--max-conversations`);
+    /// past it one is evicted, chosen within the key that needs the room when it holds any.
     pub max_conversations: usize,
+    /// Runs parked waiting for a client's tool results, gateway-wide (`--max-parked-rounds`);
+    /// each holds an upstream stream.
+    pub max_parked_rounds: usize,
+    /// Parked Runs of one client key (`--max-parked-per-key`): past it, that key's oldest
+    /// parked Run is cancelled (its late results rebuild).
+    pub max_parked_per_key: usize,
     /// The largest request body; a larger one is a 413 before it is read (`--max-body-bytes`).
     pub max_body_bytes: usize,
+    /// Request bytes being read, parsed or held by running turns at once, gateway-wide
+    /// (`--body-budget`); one key holds at most half of it.
+    pub body_budget: usize,
+    /// How long a request waits for room in the body budget before it is answered 503
+    /// (`--body-wait`).
+    pub body_wait: Duration,
     /// How long a Run waits for the client's tool results before it is cancelled
     /// (`--tool-round-timeout`).
     pub tool_round: Duration,
     /// On SIGTERM or Ctrl-C, how long running turns may finish before they are cancelled
     /// (`--shutdown-grace`).
     pub shutdown_grace: Duration,
-    /// A streamed Anthropic answer sends a `ping` event after this long without output
-    /// (`--ping-interval`); Claude Code kills a stream that stays silent.
+    /// A streamed answer sends a keep-alive (Anthropic's `ping` event, an SSE comment on the
+    /// OpenAI APIs) after this long without output (`--ping-interval`).
     pub ping_interval: Duration,
-    /// A response stored for `previous_response_id` is kept this long after it was written,
+    /// A response stored for `previous_response_id` is kept this long after it was last used,
     /// then deleted (`--response-retention`; 30 days, as OpenAI keeps stored responses).
     pub response_retention: Duration,
+    /// Stored responses on disk, in bytes (`--max-stored-response-bytes`); past it the least
+    /// recently used are deleted.
+    pub max_stored_response_bytes: u64,
+    /// A conversation idle this long is forgotten: its index entries, resume handle and lock
+    /// are deleted (`--conversation-retention`).
+    pub conversation_retention: Duration,
+    /// How often expired state is swept (`--sweep-interval`).
+    pub sweep_interval: Duration,
 }
 
 impl Limits {
@@ -46,14 +71,29 @@ impl Limits {
         body_read: Duration::from_secs(60),
         write: Duration::from_secs(30),
         max_connections: 1024,
+        max_connections_per_peer: 256,
         max_turns: 64,
+        max_turns_per_key: 32,
         max_conversations: 10_000,
+        max_parked_rounds: 512,
+        max_parked_per_key: 128,
         max_body_bytes: 32 * 1024 * 1024,
+        body_budget: 256 * 1024 * 1024,
+        body_wait: Duration::from_secs(2),
         tool_round: Duration::from_secs(300),
         shutdown_grace: Duration::from_secs(30),
         ping_interval: Duration::from_secs(5),
         response_retention: Duration::from_secs(30 * 24 * 3600),
+        max_stored_response_bytes: 1024 * 1024 * 1024,
+        conversation_retention: Duration::from_secs(30 * 24 * 3600),
+        sweep_interval: Duration::from_secs(3600),
     };
+
+    /// The bytes of the body budget one key may hold: half of it, and at least one
+    /// maximum-size body (so a lone key can always send what the size limit allows).
+    pub fn body_budget_per_key(&self) -> usize {
+        (self.body_budget / 2).max(self.max_body_bytes.min(self.body_budget))
+    }
 }
 
 impl Default for Limits {

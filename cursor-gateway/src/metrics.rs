@@ -1,4 +1,5 @@
-//! Counters for `GET /metrics`, in Prometheus' text format.
+//! Counters for `GET /metrics`, in Prometheus' text format. They count traffic, never who sent
+//! it: no label names a key, a conversation or a client.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use cursor_agent::session::DebugSink;
 use serde_json::Value;
 
-use crate::conversations::lock;
+use crate::sync::lock;
 
 /// How a turn reached Cursor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -35,15 +36,74 @@ impl RunKind {
     }
 }
 
+/// Why a request was refused before its turn ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Refusal {
+    /// Over `--max-connections`.
+    Connections,
+    /// Over `--max-connections-per-peer`.
+    PeerConnections,
+    /// Over `--max-turns`.
+    Turns,
+    /// Over `--max-turns-per-key`.
+    KeyTurns,
+    /// No room in the body budget within `--body-wait`.
+    BodyBudget,
+}
+
+impl Refusal {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Connections => "connections",
+            Self::PeerConnections => "peer_connections",
+            Self::Turns => "turns",
+            Self::KeyTurns => "key_turns",
+            Self::BodyBudget => "body_budget",
+        }
+    }
+}
+
+/// Why a conversation left memory or disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Eviction {
+    /// An idle conversation made room in memory (its handle stays on disk).
+    Idle,
+    /// A parked tool round was cancelled to make room (its late results rebuild).
+    Parked,
+    /// A conversation idle past `--conversation-retention` was deleted from disk.
+    Expired,
+}
+
+impl Eviction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Parked => "parked",
+            Self::Expired => "expired",
+        }
+    }
+}
+
 /// The gateway's counters.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
     runs: Mutex<BTreeMap<RunKind, u64>>,
-    errors: Mutex<BTreeMap<String, u64>>,
+    errors: Mutex<BTreeMap<&'static str, u64>>,
+    refusals: Mutex<BTreeMap<Refusal, u64>>,
+    evictions: Mutex<BTreeMap<Eviction, u64>>,
     open_runs: AtomicU64,
     expired_rounds: AtomicU64,
-    refused_overload: AtomicU64,
+    deleted_responses: AtomicU64,
+}
+
+/// What other parts of the gateway know now, for the gauges.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Gauges {
+    pub(crate) conversations: usize,
+    pub(crate) parked: usize,
+    pub(crate) connections: usize,
+    pub(crate) body_bytes: usize,
 }
 
 impl Metrics {
@@ -56,8 +116,18 @@ impl Metrics {
     }
 
     /// One failed turn, by its classification (`auth`, `network`, …).
-    pub(crate) fn error(&self, class: &str) {
-        *lock(&self.errors).entry(class.to_owned()).or_default() += 1;
+    pub(crate) fn error(&self, class: &'static str) {
+        *lock(&self.errors).entry(class).or_default() += 1;
+    }
+
+    pub(crate) fn refused(&self, why: Refusal) {
+        *lock(&self.refusals).entry(why).or_default() += 1;
+    }
+
+    pub(crate) fn evicted(&self, why: Eviction, count: u64) {
+        if count > 0 {
+            *lock(&self.evictions).entry(why).or_default() += count;
+        }
     }
 
     pub(crate) fn run_opened(&self) {
@@ -72,8 +142,8 @@ impl Metrics {
         self.expired_rounds.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn overloaded(&self) {
-        self.refused_overload.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn responses_deleted(&self, count: u64) {
+        self.deleted_responses.fetch_add(count, Ordering::Relaxed);
     }
 
     /// Turns streaming now.
@@ -86,18 +156,14 @@ impl Metrics {
         lock(&self.runs).get(&kind).copied().unwrap_or(0)
     }
 
-    /// The exposition text; `conversations` and `waiting` are read from the registry.
-    pub(crate) fn render(
-        &self,
-        conversations: usize,
-        waiting: usize,
-        connections: usize,
-    ) -> String {
+    /// The exposition text.
+    pub(crate) fn render(&self, gauges: Gauges) -> String {
         let mut out = String::new();
-        let mut family = |name: &str, kind: &str, help: &str| {
+        let family = |out: &mut String, name: &str, kind: &str, help: &str| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         };
         family(
+            &mut out,
             "cursor_gateway_requests_total",
             "counter",
             "HTTP requests answered, by route and status.",
@@ -108,10 +174,8 @@ impl Metrics {
                 "cursor_gateway_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
             );
         }
-        let mut family = |name: &str, kind: &str, help: &str| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        };
         family(
+            &mut out,
             "cursor_gateway_runs_total",
             "counter",
             "Turns sent to Cursor, by how they continued the conversation.",
@@ -123,15 +187,42 @@ impl Metrics {
                 kind.as_str()
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP cursor_gateway_errors_total Failed turns, by classification.\n\
-             # TYPE cursor_gateway_errors_total counter"
+        family(
+            &mut out,
+            "cursor_gateway_errors_total",
+            "counter",
+            "Failed turns, by classification.",
         );
         for (class, n) in lock(&self.errors).iter() {
             let _ = writeln!(out, "cursor_gateway_errors_total{{class=\"{class}\"}} {n}");
         }
-        let gauges: [(&str, &str, u64); 4] = [
+        family(
+            &mut out,
+            "cursor_gateway_refusals_total",
+            "counter",
+            "Requests and connections refused before a turn ran, by the bound they met.",
+        );
+        for (why, n) in lock(&self.refusals).iter() {
+            let _ = writeln!(
+                out,
+                "cursor_gateway_refusals_total{{bound=\"{}\"}} {n}",
+                why.as_str()
+            );
+        }
+        family(
+            &mut out,
+            "cursor_gateway_evictions_total",
+            "counter",
+            "Conversations dropped from memory or deleted from disk, by why.",
+        );
+        for (why, n) in lock(&self.evictions).iter() {
+            let _ = writeln!(
+                out,
+                "cursor_gateway_evictions_total{{reason=\"{}\"}} {n}",
+                why.as_str()
+            );
+        }
+        let gauges: [(&str, &str, u64); 5] = [
             (
                 "cursor_gateway_open_runs",
                 "Turns streaming now.",
@@ -140,17 +231,22 @@ impl Metrics {
             (
                 "cursor_gateway_conversations",
                 "Conversations in memory.",
-                conversations as u64,
+                gauges.conversations as u64,
             ),
             (
                 "cursor_gateway_parked_tool_rounds",
                 "Runs waiting for a client's tool results.",
-                waiting as u64,
+                gauges.parked as u64,
             ),
             (
                 "cursor_gateway_connections",
                 "Open client connections.",
-                connections as u64,
+                gauges.connections as u64,
+            ),
+            (
+                "cursor_gateway_body_budget_bytes",
+                "Request bytes held by requests being read, parsed or run.",
+                gauges.body_bytes as u64,
             ),
         ];
         for (name, help, value) in gauges {
@@ -166,9 +262,9 @@ impl Metrics {
                 self.expired_rounds.load(Ordering::Relaxed),
             ),
             (
-                "cursor_gateway_overload_refusals_total",
-                "Requests and connections refused with 503 (over --max-turns or --max-connections).",
-                self.refused_overload.load(Ordering::Relaxed),
+                "cursor_gateway_deleted_responses_total",
+                "Stored responses deleted (expired, or over the size cap).",
+                self.deleted_responses.load(Ordering::Relaxed),
             ),
         ];
         for (name, help, value) in counters {

@@ -246,7 +246,9 @@ async fn five_hundred_trickling_connections_are_closed_by_the_header_timeout_whi
         tricklers.push(stream);
     }
     let started = Instant::now();
-    let (status, body) = http(&h, "GET", "/v1/models", "", None).await;
+    // From an address of its own: the tricklers' address is at its per-peer cap.
+    let client = connect_from(&h, [127, 0, 0, 2]).await;
+    let (status, body) = http_on(client, "GET", "/v1/models", "", &[]).await;
     assert_eq!(status, 200, "a normal client is served beside them: {body}");
     // Each trickler sends one more header byte now and then; the timeout still closes it.
     for stream in &mut tricklers {
@@ -409,6 +411,9 @@ async fn three_hundred_abandoned_tool_rounds_neither_stall_new_conversations_nor
     let mut limits = Limits::DEFAULT;
     limits.tool_round = Duration::from_secs(4);
     limits.max_turns = 400;
+    limits.max_turns_per_key = 400;
+    limits.max_parked_rounds = 400;
+    limits.max_parked_per_key = 400;
     let h = gateway_on(replica, &[], limits).await;
     let tools = json!([{"type": "function", "function": {"name": "shout", "parameters": {"type": "object"}}}]);
     let abandon = |i: usize| {
@@ -444,7 +449,7 @@ async fn three_hundred_abandoned_tool_rounds_neither_stall_new_conversations_nor
     })
     .await;
     println!("300 waiting rounds expired {expired:?} after the first check");
-    let (status, metrics) = http(&h, "GET", "/metrics", "", None).await;
+    let (status, metrics) = metrics(&h).await;
     assert_eq!(status, 200);
     assert!(
         metrics.contains("cursor_gateway_expired_tool_rounds_total 300"),
@@ -528,7 +533,7 @@ async fn over_the_turn_and_connection_caps_the_answer_is_503_with_retry_after_at
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn health_and_metrics_answer_without_a_key_and_count_requests_by_route() {
+async fn health_answers_without_a_key_and_metrics_only_with_the_admin_key() {
     let h = gateway_on(Replica::start().await.unwrap(), &["alpha"], Limits::DEFAULT).await;
     let (status, body) = http(&h, "GET", "/healthz", "", None).await;
     assert_eq!((status, body.as_str()), (200, "ok\n"));
@@ -536,11 +541,18 @@ async fn health_and_metrics_answer_without_a_key_and_count_requests_by_route() {
     turn(&h, Some("alpha"), &mut messages, "remember OWL-4").await;
     turn(&h, Some("alpha"), &mut messages, RECALL).await;
     let (_, _) = http(&h, "GET", "/v1/models", "", Some("wrong")).await;
-    let (status, metrics) = http(&h, "GET", "/metrics", "", None).await;
+    // Every tenant's traffic: not for a client key, nor for nobody.
+    for key in [None, Some("alpha")] {
+        let (status, body) = http(&h, "GET", "/metrics", "", key).await;
+        assert_eq!(status, 401, "{key:?}: {body}");
+        assert!(!body.contains("cursor_gateway_"), "{body}");
+    }
+    let (status, metrics) = metrics(&h).await;
     assert_eq!(status, 200);
     for line in [
         "cursor_gateway_requests_total{route=\"chat_completions\",status=\"200\"} 2",
         "cursor_gateway_requests_total{route=\"models\",status=\"401\"} 1",
+        "cursor_gateway_requests_total{route=\"metrics\",status=\"401\"} 2",
         "cursor_gateway_runs_total{kind=\"fresh\"} 1",
         "cursor_gateway_runs_total{kind=\"resume\"} 1",
         "cursor_gateway_open_runs 0",

@@ -11,6 +11,22 @@ use cursor_gateway::{ClientKeys, Gateway, GatewayConfig, Limits};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+/// The admin key every test gateway takes (it opens `/metrics`).
+pub(crate) const ADMIN_KEY: &str = "admin-key-for-tests";
+
+/// `/metrics` with the admin key: (status, body).
+pub(crate) async fn metrics(h: &Harness) -> (u16, String) {
+    http(h, "GET", "/metrics", "", Some(ADMIN_KEY)).await
+}
+
+/// A connection to the gateway from another loopback address than 127.0.0.1 (a peer of its
+/// own for the per-peer connection cap).
+pub(crate) async fn connect_from(h: &Harness, local: [u8; 4]) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((local, 0))).unwrap();
+    socket.connect(h.addr).await.unwrap()
+}
+
 pub(crate) struct Harness {
     pub(crate) gateway: Gateway,
     pub(crate) replica: ReplicaServer,
@@ -58,6 +74,7 @@ pub(crate) async fn start_full(
             "file:///tmp",
         )
         .with_keys(ClientKeys::new(keys.iter().map(|k| (*k).to_owned())))
+        .with_admin_keys(ClientKeys::new([ADMIN_KEY.to_owned()]))
         .with_limits(limits),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -93,7 +110,18 @@ pub(crate) async fn http_with(
     body: &str,
     headers: &[(&str, &str)],
 ) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(h.addr).await.unwrap();
+    let stream = tokio::net::TcpStream::connect(h.addr).await.unwrap();
+    http_on(stream, method, path, body, headers).await
+}
+
+/// One request with `Connection: close` and `headers` on `stream`; (status, body).
+pub(crate) async fn http_on(
+    mut stream: tokio::net::TcpStream,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
     let extra: String = headers
         .iter()
         .map(|(k, v)| format!("{k}: {v}\r\n"))

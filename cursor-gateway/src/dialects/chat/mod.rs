@@ -1,0 +1,86 @@
+//! OpenAI's chat completions API (`POST /v1/chat/completions`).
+
+mod render;
+mod translate;
+mod wire;
+
+use axum::Json;
+use axum::response::{IntoResponse as _, Response};
+
+use self::render::ChatStream;
+use self::translate::{Translated, translate, tree_cost};
+use super::Incoming;
+use crate::ApiError;
+use crate::engine::admission::conversation_cost;
+use crate::engine::clip::Clip;
+use crate::engine::{Engine, Meta, TurnRequest};
+use crate::history::Scope;
+
+/// The request body as typed structs, or a 400 saying what is wrong with it.
+fn parse(body: &[u8]) -> Result<wire::ChatRequest, ApiError> {
+    wire::parse(body).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => ApiError::bad_request(
+            "invalid_request",
+            format!("the request does not fit the chat completions shape: {e}"),
+        ),
+        _ => ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}")),
+    })
+}
+
+/// Answers one chat completions request.
+pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Response, ApiError> {
+    let Incoming {
+        namespace,
+        header_hint,
+        body,
+        mut permit,
+    } = incoming;
+    let request = parse(&body)?;
+    drop(body);
+    permit.grow(tree_cost(&request)).await?;
+    let model = engine
+        .models()
+        .choice(&request.model, request.reasoning_effort.as_deref())?;
+    let meta = Meta::new("chatcmpl", &request.model);
+    let stream = request.stream.unwrap_or(false);
+    let include_usage = request
+        .stream_options
+        .as_ref()
+        .and_then(|o| o.include_usage)
+        .unwrap_or(false);
+    let clip = Clip::new(
+        request
+            .stop
+            .as_ref()
+            .map(|s| s.0.clone())
+            .unwrap_or_default(),
+        request.max_completion_tokens.or(request.max_tokens),
+    );
+    let hint = request.user.clone().or(header_hint);
+    let Translated {
+        conversation,
+        format,
+    } = translate(request)?;
+    permit.resize(conversation_cost(&conversation)).await?;
+    let turn = TurnRequest {
+        scope: Scope::new(namespace, hint),
+        conversation,
+        model,
+        clip,
+        format: format.map(|spec| (spec, "response_format")),
+        permit,
+    };
+    if stream {
+        return engine
+            .stream(turn, ChatStream::new(meta, include_usage))
+            .await;
+    }
+    let whole = engine.answer(turn).await?;
+    Ok(Json(render::completion(&meta, &whole)).into_response())
+}
+
+/// Parses and translates a chat completions body as a request would be, without running it
+/// (fuzzing and property tests: whatever the bytes, an answer, never a panic).
+pub(crate) fn translate_body(body: &[u8]) -> Result<cursor_agent::ir::Conversation, ApiError> {
+    Ok(translate(parse(body)?)?.conversation)
+}
