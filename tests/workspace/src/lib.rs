@@ -190,6 +190,7 @@ pub const ACYCLIC_MODULE_CRATES: &[&str] = &[
     "cursor-inference",
     "cursor-catalog",
     "cursor-pi-adapter",
+    "cursor-gateway",
 ];
 
 /// The crates below the pi adapter (L0–L5): their sources must not know any host.
