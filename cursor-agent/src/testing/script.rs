@@ -57,6 +57,9 @@ pub enum Script {
     /// within the interaction idle time ([`Replica::set_interaction_probe`](super::Replica::set_interaction_probe),
     /// 1 s when unset; PROTOCOL-AGENT §13.6).
     InteractionQuery(u32),
+    /// Read the run request, send nothing for this long, then act as the inner script (a slow
+    /// backend: a host's keep-alives go out before anything else happens).
+    Delayed(std::time::Duration, Box<Script>),
 }
 
 /// A transport fault the replica can inject.

@@ -211,6 +211,17 @@ impl BodyPermit {
         }
     }
 
+    /// Holds at least `bytes` from now on, waiting for more when it holds less. What a request
+    /// took for its body is kept while its turn runs, though the body itself is gone by then:
+    /// a turn's own transient memory (the Run's request, the answer) is of the order of its
+    /// input, and the budget bounds it only if the bytes stay held.
+    pub(crate) async fn hold_at_least(&mut self, bytes: usize) -> Result<(), ApiError> {
+        if bytes > self.bytes {
+            self.grow(bytes - self.bytes).await?;
+        }
+        Ok(())
+    }
+
     /// Holds `bytes` from now on: gives back what is no longer needed, or waits for more.
     pub(crate) async fn resize(&mut self, bytes: usize) -> Result<(), ApiError> {
         if bytes >= self.bytes {

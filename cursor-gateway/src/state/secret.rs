@@ -47,6 +47,7 @@ impl StateSecret {
     }
 
     /// A secret from known bytes (tests, and checks of requests that run no turn).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn from_bytes(key: [u8; 32]) -> Self {
         Self(key)
     }

@@ -39,6 +39,7 @@ usage: gateway-load --gateway PATH --replica PATH [options]
   --rss-apis LIST             rss: messages,chat,responses (default all three)
   --rss-cap-mib MIB           rss: kill gateway and replica past this RSS together (default 12288)
   --scenario-cap-secs SECS    rss: stop waiting for a run's large requests after this (default 300)
+  --gateway-flags \"FLAGS\"     extra flags for every gateway started (after the harness's own)
   --keep                      keep the work directory (state dirs, logs)";
 
 /// The command line.
@@ -49,6 +50,8 @@ pub(crate) struct Options {
     pub(crate) only: Vec<String>,
     pub(crate) out: Option<PathBuf>,
     pub(crate) expire_flags: Option<Vec<String>>,
+    /// Flags every gateway gets (a newer binary's settings, such as per-key caps).
+    pub(crate) gateway_flags: Vec<String>,
     pub(crate) expire_wait: Duration,
     pub(crate) conversations: usize,
     pub(crate) rss_concurrency: Vec<usize>,
@@ -67,6 +70,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
         only: Vec::new(),
         out: None,
         expire_flags: None,
+        gateway_flags: Vec::new(),
         expire_wait: Duration::from_secs(5),
         conversations: 10_000,
         rss_concurrency: vec![8, 64],
@@ -99,6 +103,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--out" => options.out = Some(PathBuf::from(value)),
             "--expire-flags" => {
                 options.expire_flags = Some(value.split_whitespace().map(String::from).collect());
+            }
+            "--gateway-flags" => {
+                options.gateway_flags = value.split_whitespace().map(String::from).collect();
             }
             "--expire-wait" => options.expire_wait = Duration::from_secs(number(&value)?),
             "--conversations" => options.conversations = number(&value)? as usize,
@@ -197,6 +204,7 @@ async fn run(options: Options) -> Result<(), BoxError> {
             binary: options.gateway.clone(),
             work: work.clone(),
             keys_file,
+            flags: options.gateway_flags.clone(),
         },
         work: work.clone(),
         options,

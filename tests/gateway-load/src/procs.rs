@@ -65,6 +65,8 @@ pub(crate) struct GatewaySpec {
     pub(crate) binary: PathBuf,
     pub(crate) work: PathBuf,
     pub(crate) keys_file: PathBuf,
+    /// Flags every gateway of the run gets (`--gateway-flags`), before a scenario's own.
+    pub(crate) flags: Vec<String>,
 }
 
 /// A running gateway.
@@ -101,6 +103,7 @@ impl Gateway {
                 "--api-keys-file",
             ])
             .arg(&spec.keys_file)
+            .args(&spec.flags)
             .args(extra)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

@@ -227,6 +227,13 @@ impl Exchange<'_> {
             });
         }
         let request = self.run_request().await?;
+        let script = match script {
+            Script::Delayed(wait, then) => {
+                tokio::time::sleep(wait).await;
+                *then
+            }
+            other => other,
+        };
         if let Some(floor) = self.replica.min_client_version()
             && self.record.client_version.as_str() < floor.as_str()
         {

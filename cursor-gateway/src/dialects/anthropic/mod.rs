@@ -81,7 +81,9 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         hint,
         compaction,
     } = translate(request, &key, false)?;
-    permit.resize(conversation_cost(&conversation)).await?;
+    permit
+        .hold_at_least(conversation_cost(&conversation))
+        .await?;
     // The session header scopes a Claude Code session; its compaction runs apart, so the
     // summary turn never advances the main conversation.
     let mut hint = header_hint.or(hint);
@@ -133,6 +135,7 @@ pub(crate) async fn count_tokens(
 
 /// Parses and translates a Messages body as a request would be, without running it (fuzzing
 /// and property tests: whatever the bytes, an answer, never a panic).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn translate_body(
     body: &[u8],
     for_count: bool,

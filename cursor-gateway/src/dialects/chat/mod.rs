@@ -61,7 +61,9 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         conversation,
         format,
     } = translate(request)?;
-    permit.resize(conversation_cost(&conversation)).await?;
+    permit
+        .hold_at_least(conversation_cost(&conversation))
+        .await?;
     let turn = TurnRequest {
         scope: Scope::new(namespace, hint),
         conversation,
@@ -81,6 +83,7 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
 
 /// Parses and translates a chat completions body as a request would be, without running it
 /// (fuzzing and property tests: whatever the bytes, an answer, never a panic).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn translate_body(body: &[u8]) -> Result<cursor_agent::ir::Conversation, ApiError> {
     Ok(translate(parse(body)?)?.conversation)
 }

@@ -136,7 +136,9 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         format,
         prior_len,
     } = translate(request, prior)?;
-    permit.resize(conversation_cost(&conversation)).await?;
+    permit
+        .hold_at_least(conversation_cost(&conversation))
+        .await?;
     let ignored = ignored_tools.join(",");
     if !ignored.is_empty() {
         tracing::info!(tools = %ignored, "hosted tools offered and left out");
@@ -193,6 +195,7 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
 /// Parses and translates a Responses body as a request would be (without a stored response),
 /// without running it (fuzzing and property tests: whatever the bytes, an answer, never a
 /// panic).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn translate_body(body: &[u8]) -> Result<cursor_agent::ir::Conversation, ApiError> {
     Ok(translate(parse(body)?, None)?.conversation)
 }
