@@ -333,3 +333,57 @@ async fn a_streamed_response_is_stored_and_a_streamed_limit_ends_incomplete() {
         .collect();
     assert_eq!(text, "one two ");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_json_reply_is_recorded_as_the_client_got_it_so_the_next_turn_resumes() {
+    let h = start_with(None, None).await;
+    let mut messages = vec![json!({"role": "user", "content": "say: ```json\n{\"n\": 1}\n```"})];
+    let (status, body) = post(
+        &h,
+        &json!({"model": "composer-2.5", "response_format": {"type": "json_object"}, "messages": messages}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(answer(&body), "{\"n\": 1}", "the fence is dropped");
+    messages.push(body["choices"][0]["message"].clone());
+    messages.push(json!({"role": "user", "content": "say: {\"n\": 5}"}));
+    let (status, body) = post(
+        &h,
+        &json!({"model": "composer-2.5", "response_format": {"type": "json_object"}, "messages": messages}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let runs = h.replica.runs();
+    assert_eq!(runs.last().unwrap().label, "agent-resume", "{runs:?}");
+    assert_eq!(h.gateway.rebuilt_turns(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_corrective_turn_the_next_turn_resumes_the_conversation_that_holds_it() {
+    let h = start_with(None, None).await;
+    let mut messages =
+        vec![json!({"role": "user", "content": "say: sure, here it is\nthen: {\"n\": 2}"})];
+    let (status, body) = post(
+        &h,
+        &json!({"model": "composer-2.5", "response_format": schema_format(), "messages": messages}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(answer(&body), "{\"n\": 2}");
+    messages.push(body["choices"][0]["message"].clone());
+    messages.push(json!({"role": "user", "content": "say: {\"n\": 3}"}));
+    let (status, body) = post(
+        &h,
+        &json!({"model": "composer-2.5", "response_format": schema_format(), "messages": messages}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let runs = h.replica.runs();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert_eq!(runs[2].label, "agent-resume", "{runs:?}");
+    assert_eq!(
+        runs[2].conversation_id, runs[1].conversation_id,
+        "the remote conversation that holds the corrected reply, not a branch of an earlier turn"
+    );
+    assert_eq!(h.gateway.rebuilt_turns(), 0);
+}

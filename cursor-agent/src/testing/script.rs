@@ -59,7 +59,7 @@ pub enum Script {
     InteractionQuery(u32),
     /// Read the run request, send nothing for this long, then act as the inner script (a slow
     /// backend: a host's keep-alives go out before anything else happens).
-    Delayed(std::time::Duration, Box<Script>),
+    Delayed(std::time::Duration, Box<Self>),
 }
 
 /// A transport fault the replica can inject.

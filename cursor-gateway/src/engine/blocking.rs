@@ -13,3 +13,20 @@ pub(crate) async fn run<T: Send + 'static>(
         ApiError::internal(None)
     })
 }
+
+/// Requests this large are parsed and translated on the blocking pool: a 32 MiB body takes a
+/// worker for a good part of a second, which every other request would wait for.
+pub(crate) const LARGE: usize = 256 * 1024;
+
+/// Runs `work` on the blocking pool when `size` is [`LARGE`] or more, inline otherwise (a hop
+/// to the pool costs more than a small request's parse).
+pub(crate) async fn run_sized<T: Send + 'static>(
+    size: usize,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    if size >= LARGE {
+        run(work).await
+    } else {
+        Ok(work())
+    }
+}

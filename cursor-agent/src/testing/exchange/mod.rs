@@ -307,7 +307,9 @@ impl Exchange<'_> {
             | Script::ToolNaming(_)
             | Script::Unauthenticated
             | Script::BlobMiss
-            | Script::StaleAfterTools => {}
+            | Script::StaleAfterTools
+            // Unwrapped above: a delay nested in a delay only waits once.
+            | Script::Delayed(..) => {}
         }
 
         let mut stored = self.replica.conversation(&conversation_id);

@@ -20,7 +20,7 @@ use crate::ApiError;
 use crate::engine::admission::conversation_cost;
 use crate::engine::clip::Clip;
 use crate::engine::models::CLAUDE_PREFIX;
-use crate::engine::{Engine, Meta, TurnRequest};
+use crate::engine::{Engine, Meta, TurnRequest, blocking};
 use crate::history::{Api, Scope};
 
 /// The request body as typed structs, or a 400 saying what is wrong with it.
@@ -65,8 +65,8 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         body,
         mut permit,
     } = incoming;
-    let request = parse(&body)?;
-    drop(body);
+    let size = body.len();
+    let request = blocking::run_sized(size, move || parse(&body)).await??;
     permit.grow(tree_cost(&request)).await?;
     let key = ThinkingKey::new(engine.secret().clone());
     let model_choice = model(engine, &request.model)?;
@@ -76,11 +76,12 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         request.stop_sequences.clone().unwrap_or_default(),
         request.max_tokens,
     );
+    let signing = key.clone();
     let Translated {
         conversation,
         hint,
         compaction,
-    } = translate(request, &key, false)?;
+    } = blocking::run_sized(size, move || translate(request, &signing, false)).await??;
     permit
         .hold_at_least(conversation_cost(&conversation))
         .await?;
@@ -118,11 +119,11 @@ pub(crate) async fn count_tokens(
         body,
         mut permit,
     } = incoming;
-    let request = parse(&body)?;
-    drop(body);
+    let size = body.len();
+    let request = blocking::run_sized(size, move || parse(&body)).await??;
     permit.grow(tree_cost(&request)).await?;
     let key = ThinkingKey::new(engine.secret().clone());
-    let translated = translate(request, &key, true)?;
+    let translated = blocking::run_sized(size, move || translate(request, &key, true)).await??;
     permit
         .resize(conversation_cost(&translated.conversation))
         .await?;

@@ -13,7 +13,7 @@ use super::Incoming;
 use crate::ApiError;
 use crate::engine::admission::conversation_cost;
 use crate::engine::clip::Clip;
-use crate::engine::{Engine, Meta, TurnRequest};
+use crate::engine::{Engine, Meta, TurnRequest, blocking};
 use crate::history::Scope;
 
 /// The request body as typed structs, or a 400 saying what is wrong with it.
@@ -35,8 +35,8 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         body,
         mut permit,
     } = incoming;
-    let request = parse(&body)?;
-    drop(body);
+    let size = body.len();
+    let request = blocking::run_sized(size, move || parse(&body)).await??;
     permit.grow(tree_cost(&request)).await?;
     let model = engine
         .models()
@@ -60,7 +60,7 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
     let Translated {
         conversation,
         format,
-    } = translate(request)?;
+    } = blocking::run_sized(size, move || translate(request)).await??;
     permit
         .hold_at_least(conversation_cost(&conversation))
         .await?;

@@ -101,8 +101,8 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         body,
         mut permit,
     } = incoming;
-    let request = parse(&body)?;
-    drop(body);
+    let size = body.len();
+    let request = blocking::run_sized(size, move || parse(&body)).await??;
     permit.grow(tree_cost(&request)).await?;
     let prior = match &request.previous_response_id {
         None => None,
@@ -135,7 +135,7 @@ pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Respon
         system_prompt,
         format,
         prior_len,
-    } = translate(request, prior)?;
+    } = blocking::run_sized(size, move || translate(request, prior)).await??;
     permit
         .hold_at_least(conversation_cost(&conversation))
         .await?;
