@@ -17,6 +17,8 @@ pub(crate) mod content;
 pub(crate) mod models;
 pub(crate) mod openai;
 pub(crate) mod responses;
+#[cfg(test)]
+mod tests;
 
 use bytes::Bytes;
 

@@ -416,3 +416,31 @@ mod tests {
         assert!(!dir.path().join("c-old.fp").exists());
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// What the gateway writes, it reads back the same; anything else is refused.
+        #[test]
+        fn a_record_round_trips_and_any_bytes_are_read_without_a_panic(
+            turns in proptest::collection::vec((any::<[u8; 16]>(), proptest::option::of(any::<u64>())), 0..KEPT_TURNS),
+            splice_at in proptest::option::of(0usize..1000),
+            text in "\\PC{0,40}",
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let mut record = new_record();
+            record.turns = turns
+                .into_iter()
+                .map(|(fp, tokens)| TurnEnd { fp: HistoryFp(fp), tokens })
+                .collect();
+            if let Some(at) = splice_at {
+                record.splices.push(Splice { at, messages: vec![Message::user_text(text)] });
+            }
+            prop_assert_eq!(Record::from_json(&record.to_json()), Some(record));
+            let _ = Record::from_json(&bytes);
+        }
+    }
+}

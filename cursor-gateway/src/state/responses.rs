@@ -396,3 +396,44 @@ mod tests {
         assert!(store.load("old", "j", DAY, SystemTime::now()).is_none());
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// A chain of any length, of any texts, loads back as the transcript it stored; any
+        /// bytes in its place are refused without a panic.
+        #[test]
+        fn a_chain_loads_back_whole_and_any_bytes_are_refused(
+            turns in proptest::collection::vec(("\\PC{0,20}", "\\PC{0,20}"), 1..8),
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = ResponseStore::new(dir.path().to_owned(), StateSecret::fixed([1; 32]));
+            let mut transcript = Vec::new();
+            let mut previous: Option<String> = None;
+            for (n, (user, answer)) in turns.iter().enumerate() {
+                let before = transcript.len();
+                transcript.push(Message::user_text(user.clone()));
+                transcript.push(Message::assistant_text(answer.clone()));
+                let id = format!("r{n}");
+                store.save(&id, &NewResponse {
+                    namespace: "k",
+                    hint: None,
+                    system_prompt: "s",
+                    previous: previous.as_deref().map(|p| (p, before)),
+                    messages: &transcript,
+                });
+                previous = Some(id);
+            }
+            let last = previous.unwrap();
+            let loaded = store.load(&last, "k", Duration::from_secs(60), SystemTime::now()).unwrap();
+            prop_assert_eq!(loaded.messages, transcript);
+            let _ = StoredFile::from_json(&bytes);
+        }
+    }
+}
