@@ -53,7 +53,11 @@ fn flags_win_over_the_environment_which_wins_over_the_config_file() {
     }
     // The configuration file is named by the environment as well.
     let output = run(&["config"], &[("CURSOR_GATEWAY_CONFIG", config)]);
-    assert!(text(&output).contains("max-turns = 5  # config file"), "{}", text(&output));
+    assert!(
+        text(&output).contains("max-turns = 5  # config file"),
+        "{}",
+        text(&output)
+    );
 }
 
 #[test]
@@ -63,16 +67,26 @@ fn keys_come_from_files_and_the_environment_and_are_never_printed() {
     std::fs::write(&keys, "sk-file-one\nsk-file-two\n").unwrap();
     let output = run(
         &["config", "--api-keys-file", keys.to_str().unwrap()],
-        &[("CURSOR_GATEWAY_API_KEY", "sk-from-env"), ("CURSOR_GATEWAY_ADMIN_KEY", "sk-admin")],
+        &[
+            ("CURSOR_GATEWAY_API_KEY", "sk-from-env"),
+            ("CURSOR_GATEWAY_ADMIN_KEY", "sk-admin"),
+        ],
     );
     let printed = text(&output);
     assert!(output.status.success(), "{printed}");
-    assert!(printed.contains("client keys: 3; admin keys: 1"), "{printed}");
+    assert!(
+        printed.contains("client keys: 3; admin keys: 1"),
+        "{printed}"
+    );
     assert!(!printed.contains("sk-"), "a key was printed: {printed}");
     // A key in argv is refused, saying how to pass it.
     let output = run(&["config", "--api-key", "sk-argv"], &[]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output).contains("--api-key-file"), "{}", text(&output));
+    assert!(
+        text(&output).contains("--api-key-file"),
+        "{}",
+        text(&output)
+    );
     // A key in the configuration file is refused (it is not a setting).
     let config = dir.path().join("secret.toml");
     std::fs::write(&config, "api-key = \"sk-in-file\"\n").unwrap();
@@ -82,12 +96,20 @@ fn keys_come_from_files_and_the_environment_and_are_never_printed() {
 
 #[test]
 fn every_subcommand_has_its_help_and_a_bad_value_is_a_usage_error() {
-    for args in [&["--help"][..], &["serve", "--help"], &["config", "--help"], &["sweep", "--help"]] {
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["config", "--help"],
+        &["sweep", "--help"],
+    ] {
         let output = run(args, &[]);
         assert!(output.status.success(), "{args:?}: {}", text(&output));
         let help = text(&output);
         assert!(help.contains("--max-parked-per-key"), "{args:?}: {help}");
-        assert!(help.contains("CURSOR_GATEWAY_MAX_TURNS"), "{args:?}: the variable is listed: {help}");
+        assert!(
+            help.contains("CURSOR_GATEWAY_MAX_TURNS"),
+            "{args:?}: the variable is listed: {help}"
+        );
     }
     let output = run(&["--version"], &[]);
     assert!(text(&output).contains(env!("CARGO_PKG_VERSION")));
@@ -95,7 +117,12 @@ fn every_subcommand_has_its_help_and_a_bad_value_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output).contains("--max-turns"), "{}", text(&output));
     let output = run(&["config"], &[("CURSOR_GATEWAY_MAX_TURNS", "-3")]);
-    assert_eq!(output.status.code(), Some(2), "a bad variable is a usage error too: {}", text(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a bad variable is a usage error too: {}",
+        text(&output)
+    );
 }
 
 #[test]
@@ -114,6 +141,10 @@ fn sweep_deletes_expired_state_and_exits() {
         .unwrap();
     let output = run(&["sweep", "--state", dir.to_str().unwrap()], &[]);
     assert!(output.status.success(), "{}", text(&output));
-    assert!(text(&output).contains("swept: 1 conversations forgotten"), "{}", text(&output));
+    assert!(
+        text(&output).contains("swept: 1 conversations forgotten"),
+        "{}",
+        text(&output)
+    );
     assert!(!stale.join("c-old.json").exists());
 }

@@ -49,7 +49,10 @@ const TARGETS: &[(&str, FuzzEntry)] = &[
     ("hot_decoder", cursor_agent::fuzzing::hot_decoder),
     ("body_data", cursor_agent::fuzzing::body_data),
     ("read_footer", cursor_agent::fuzzing::read_footer),
-    ("gateway_chat_request", cursor_gateway::fuzzing::chat_request),
+    (
+        "gateway_chat_request",
+        cursor_gateway::fuzzing::chat_request,
+    ),
     (
         "gateway_responses_request",
         cursor_gateway::fuzzing::responses_request,
@@ -58,7 +61,10 @@ const TARGETS: &[(&str, FuzzEntry)] = &[
         "gateway_messages_request",
         cursor_gateway::fuzzing::messages_request,
     ),
-    ("gateway_index_record", cursor_gateway::fuzzing::index_record),
+    (
+        "gateway_index_record",
+        cursor_gateway::fuzzing::index_record,
+    ),
     (
         "gateway_stored_response",
         cursor_gateway::fuzzing::stored_response,
