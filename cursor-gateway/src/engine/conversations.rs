@@ -555,3 +555,117 @@ fn largest_namespace<'a>(namespaces: impl Iterator<Item = &'a str>) -> Option<St
         .max_by_key(|(namespace, count)| (*count, std::cmp::Reverse(*namespace)))
         .map(|(namespace, _)| namespace.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cursor_agent::session::{Client, Origin, StaticToken};
+
+    fn registry(max_in_memory: usize) -> Conversations {
+        // Nothing is written: `release` returns the records, which these tests only read.
+        Conversations::new(
+            IndexStore::new(std::path::PathBuf::from("/nonexistent/index")),
+            Caps {
+                max_in_memory,
+                max_parked: 100,
+                max_parked_per_key: 100,
+            },
+            Arc::new(Metrics::default()),
+        )
+    }
+
+    fn session() -> AgentSession {
+        AgentSession::builder(
+            Client::new().unwrap(),
+            Origin::parse("http://127.0.0.1:9").unwrap(),
+            Arc::new(StaticToken::new("t")),
+        )
+        .build()
+    }
+
+    /// Starts a conversation of `namespace` whose history ends at `n` and leaves it idle.
+    fn idle(conversations: &Conversations, namespace: &str, n: u8) -> String {
+        let fp = HistoryFp([n; 16]);
+        let claim = conversations.claim(
+            namespace,
+            &[HistoryFp([n ^ 0xff; 16])],
+            DiskHits::default(),
+            |_, _| session(),
+            || RunSink::new(Arc::new(Metrics::default())),
+        );
+        let persist = conversations.release(
+            &claim,
+            Some(Advance {
+                at: fp,
+                tokens: None,
+                splice: None,
+            }),
+        );
+        assert!(persist.is_some());
+        claim.id
+    }
+
+    fn in_memory(conversations: &Conversations, id: &str) -> bool {
+        lock(&conversations.inner).slots.contains_key(id)
+    }
+
+    #[tokio::test]
+    async fn eviction_chooses_within_the_key_that_needs_the_room_else_from_the_largest() {
+        let conversations = registry(3);
+        let a1 = idle(&conversations, "a", 1);
+        let a2 = idle(&conversations, "a", 2);
+        let b1 = idle(&conversations, "b", 3);
+        // b needs room and holds a conversation: its own goes, a's stay.
+        let b2 = idle(&conversations, "b", 4);
+        assert!(!in_memory(&conversations, &b1));
+        assert!(in_memory(&conversations, &a1) && in_memory(&conversations, &a2));
+        // c holds none: the key holding the most (a) gives up its least recently used.
+        let c1 = idle(&conversations, "c", 5);
+        assert!(!in_memory(&conversations, &a1), "a's oldest made room");
+        assert!(in_memory(&conversations, &a2) && in_memory(&conversations, &b2));
+        assert!(in_memory(&conversations, &c1));
+        assert_eq!(conversations.counts().0, 3);
+        // The maps hold only what is in memory.
+        assert_eq!(conversations.map_entries(), 3 * 2);
+    }
+
+    #[tokio::test]
+    async fn a_release_records_the_new_head_and_forgets_turns_past_the_kept_number() {
+        let conversations = registry(10);
+        let mut claim = conversations.claim(
+            "a",
+            &[HistoryFp([0; 16])],
+            DiskHits::default(),
+            |_, _| session(),
+            || RunSink::new(Arc::new(Metrics::default())),
+        );
+        let mut dropped_total = 0;
+        for n in 0..(KEPT_TURNS + 5) {
+            let mut fp = [0u8; 16];
+            fp[..8].copy_from_slice(&(n as u64 + 1).to_le_bytes());
+            let persist = conversations
+                .release(
+                    &claim,
+                    Some(Advance {
+                        at: HistoryFp(fp),
+                        tokens: Some(n as u64),
+                        splice: None,
+                    }),
+                )
+                .unwrap();
+            dropped_total += persist.dropped.len();
+            assert!(persist.record.turns.len() <= KEPT_TURNS);
+            assert_eq!(persist.record.head(), Some(HistoryFp(fp)));
+            claim = conversations.claim(
+                "a",
+                &[HistoryFp(fp)],
+                DiskHits::default(),
+                |_, _| session(),
+                || RunSink::new(Arc::new(Metrics::default())),
+            );
+            assert!(claim.found, "turn {n}: the conversation is found where it ended");
+        }
+        assert_eq!(dropped_total, 5);
+        assert_eq!(conversations.map_entries(), KEPT_TURNS, "ends only (the claim holds it)");
+    }
+}
