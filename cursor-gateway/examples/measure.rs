@@ -109,6 +109,8 @@ async fn main() -> Result<(), BoxError> {
     // Room for section 3's 100 concurrent turns (the default allows 64 at once).
     let mut limits = Limits::DEFAULT;
     limits.max_turns = 128;
+    // One client (no key): its share of turns must hold all 100 at once too.
+    limits.max_turns_per_key = 128;
     let gateway = Gateway::new(
         GatewayConfig::new(
             Client::new()?,

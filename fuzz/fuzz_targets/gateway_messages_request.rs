@@ -1,0 +1,7 @@
+//! Fuzzes the gateway's Messages (and count_tokens) request parser and translation: no panic,
+//! whatever the body.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| cursor_gateway::fuzzing::messages_request(data));

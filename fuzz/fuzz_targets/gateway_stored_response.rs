@@ -1,0 +1,6 @@
+//! Fuzzes the reader of the gateway's stored responses: no panic, whatever the file.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| cursor_gateway::fuzzing::stored_response(data));
