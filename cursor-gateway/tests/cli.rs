@@ -131,11 +131,11 @@ fn sweep_deletes_expired_state_and_exits() {
     let dir = state.path().join("state");
     let stale = dir.join("conversations");
     std::fs::create_dir_all(&stale).unwrap();
-    std::fs::write(stale.join("c-old.json"), b"{\"v\": 1, \"turns\": []}").unwrap();
+    std::fs::write(stale.join("c-old.a.json"), b"{\"v\": 1, \"turns\": []}").unwrap();
     let month_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(31 * 24 * 3600);
     std::fs::File::options()
         .write(true)
-        .open(stale.join("c-old.json"))
+        .open(stale.join("c-old.a.json"))
         .unwrap()
         .set_modified(month_ago)
         .unwrap();
@@ -146,5 +146,5 @@ fn sweep_deletes_expired_state_and_exits() {
         "{}",
         text(&output)
     );
-    assert!(!stale.join("c-old.json").exists());
+    assert!(!stale.join("c-old.a.json").exists());
 }

@@ -26,6 +26,21 @@ fn files(dir: &Path, suffix: &str) -> usize {
     })
 }
 
+/// Conversations with an index record in `dir` (a record is kept in two slots).
+fn records(dir: &Path) -> usize {
+    let mut ids = std::collections::HashSet::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(id) = name
+            .strip_suffix(".a.json")
+            .or_else(|| name.strip_suffix(".b.json"))
+        {
+            ids.insert(id.to_owned());
+        }
+    }
+    ids.len()
+}
+
 async fn sweep(gateway: &Gateway, now: SystemTime) -> SweepReport {
     let gateway = gateway.clone();
     tokio::task::spawn_blocking(move || gateway.sweep(now))
@@ -100,7 +115,7 @@ async fn every_kind_of_state_expires_after_its_retention_and_a_conversation_in_u
         .set_modified(week_ago)
         .unwrap();
 
-    let conversations = files(&state.join("conversations"), ".json");
+    let conversations = records(&state.join("conversations"));
     assert_eq!(
         conversations, 4,
         "two chat, one Responses chain, one Messages conversation"
@@ -134,11 +149,7 @@ async fn every_kind_of_state_expires_after_its_retention_and_a_conversation_in_u
     assert_eq!(report.conversations, 3, "{report:?}");
     assert_eq!(report.kept_in_use, 1, "{report:?}");
     assert_eq!(report.responses_expired, 2, "{report:?}");
-    assert_eq!(
-        files(&state.join("conversations"), ".json"),
-        1,
-        "the one in use"
-    );
+    assert_eq!(records(&state.join("conversations")), 1, "the one in use");
     assert_eq!(files(&state.join("handles"), ".json"), 1);
     assert_eq!(
         files(&state.join("handles"), ".lock"),
@@ -157,7 +168,7 @@ async fn every_kind_of_state_expires_after_its_retention_and_a_conversation_in_u
     wait_until("the turn ended", || h.gateway.open_runs() == 0).await;
     let report = sweep(&h.gateway, SystemTime::now() + MONTH).await;
     assert_eq!(report.conversations, 1, "{report:?}");
-    assert_eq!(files(&state.join("conversations"), ".json"), 0);
+    assert_eq!(records(&state.join("conversations")), 0);
     assert_eq!(files(&state.join("conversations/ends"), ""), 0);
     assert_eq!(
         files(&state.join("handles"), ".json") + files(&state.join("handles"), ".lock"),
@@ -209,18 +220,21 @@ async fn a_conversation_record_keeps_its_recent_turns_and_drops_older_turn_ends(
         chat_turn(&h, &mut messages, &format!("turn {i}")).await;
     }
     let state = h.state.path();
-    let records: Vec<_> = std::fs::read_dir(state.join("conversations"))
+    assert_eq!(records(&state.join("conversations")), 1);
+    // The slot with the higher sequence number is the record.
+    let record: Value = std::fs::read_dir(state.join("conversations"))
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .collect();
-    assert_eq!(records.len(), 1);
-    let record: Value = serde_json::from_slice(&std::fs::read(records[0].path()).unwrap()).unwrap();
+        .map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).unwrap()).unwrap())
+        .max_by_key(|record| record["seq"].as_u64())
+        .unwrap();
+    assert_eq!(record["seq"], 140);
     let kept = record["turns"].as_array().unwrap().len();
     let pointers = files(&state.join("conversations/ends"), "");
     println!(
         "140 turns: {kept} turn ends kept, {pointers} pointer files, record of {} bytes",
-        std::fs::metadata(records[0].path()).unwrap().len()
+        record.to_string().len()
     );
     assert_eq!(kept, 128);
     assert_eq!(
@@ -256,7 +270,7 @@ async fn a_branch_request_whose_client_disconnects_leaves_no_handle_copy() {
     wait_until("the turn was cancelled", || h.gateway.open_runs() == 0).await;
     assert_eq!(h.gateway.seeded_branches(), 0);
     assert_eq!(files(&handles, ".json"), 1, "nothing of the branch is left");
-    assert_eq!(files(&h.state.path().join("conversations"), ".json"), 1);
+    assert_eq!(records(&h.state.path().join("conversations")), 1);
     // The same branch asked again completes, and its handle is written then.
     branch.pop();
     chat_turn(&h, &mut branch, "remember the delta").await;

@@ -345,6 +345,7 @@ impl Conversations {
         };
         let old_head = slot.record.head();
         let record = &mut slot.record;
+        record.seq += 1;
         record.turns.retain(|turn| turn.fp != advance.at);
         record.turns.push(TurnEnd {
             fp: advance.at,
@@ -663,9 +664,16 @@ mod tests {
                 |_, _| session(),
                 || RunSink::new(Arc::new(Metrics::default())),
             );
-            assert!(claim.found, "turn {n}: the conversation is found where it ended");
+            assert!(
+                claim.found,
+                "turn {n}: the conversation is found where it ended"
+            );
         }
         assert_eq!(dropped_total, 5);
-        assert_eq!(conversations.map_entries(), KEPT_TURNS, "ends only (the claim holds it)");
+        assert_eq!(
+            conversations.map_entries(),
+            KEPT_TURNS,
+            "ends only (the claim holds it)"
+        );
     }
 }

@@ -21,6 +21,7 @@ pub(crate) mod stream;
 mod sweep;
 mod turn;
 pub(crate) mod turn_request;
+mod writer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -157,6 +158,7 @@ struct Shared {
     responses: ResponseStore,
     admission: Arc<Admission>,
     metrics: Arc<Metrics>,
+    writer: writer::IndexWriter,
 }
 
 impl std::fmt::Debug for Engine {
@@ -189,8 +191,10 @@ impl Engine {
         }
         let metrics = Arc::new(Metrics::default());
         let secret = StateSecret::load_or_create(&state);
+        let index = IndexStore::new(state.join("conversations"));
+        let writer = writer::IndexWriter::start(index.clone());
         let conversations = Conversations::new(
-            IndexStore::new(state.join("conversations")),
+            index,
             Caps {
                 max_in_memory: limits.max_conversations,
                 max_parked: limits.max_parked_rounds,
@@ -214,6 +218,7 @@ impl Engine {
                 secret,
                 conversations,
                 metrics,
+                writer,
                 state,
             }),
         }

@@ -91,7 +91,7 @@ impl Engine {
     ) -> Result<u64, ApiError> {
         let prefixes = Self::prefixes(scope, conversation).await?;
         let conversations = &self.inner.conversations;
-        let disk = if conversations.knows(&prefixes) {
+        let disk = if conversations.knows(&prefixes) || !answered_before(conversation) {
             Default::default()
         } else {
             let index = conversations.index().clone();
@@ -118,7 +118,7 @@ impl Engine {
         let slot = self.inner.admission.turn_slot(&scope.namespace)?;
         let prefixes = Self::prefixes(scope, conversation).await?;
         let conversations = &self.inner.conversations;
-        let disk = if conversations.knows(&prefixes) {
+        let disk = if conversations.knows(&prefixes) || !answered_before(conversation) {
             Default::default()
         } else {
             let index = conversations.index().clone();
@@ -244,8 +244,7 @@ impl TurnGuard {
             dropped,
         }) = shared.conversations.release(&self.claim, advance)
         {
-            let index = shared.conversations.index().clone();
-            let _ = blocking::run(move || index.save(&id, &record, &dropped)).await;
+            shared.writer.save(id, record, dropped).await;
         }
         if self.claim.session.is_waiting_for_tools() {
             shared
@@ -305,6 +304,15 @@ impl Drop for TurnGuard {
         }
         shared.metrics.run_closed();
     }
+}
+
+/// Whether `conversation` holds an earlier answer: a turn of a stored conversation ends after
+/// an answer, so a history without one continues nothing stored and is not looked up on disk.
+fn answered_before(conversation: &Conversation) -> bool {
+    conversation
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::Assistant { .. }))
 }
 
 /// The messages before the trailing user turn (all of them when the last is not a user message).

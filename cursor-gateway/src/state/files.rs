@@ -68,10 +68,16 @@ pub(crate) fn replace_private(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    private_dir(dir)?;
     let temp = temporary_beside(path);
     let written = (|| {
-        let mut file = create_private(&temp)?;
+        // The directory exists nearly always: made only when the first write finds it missing.
+        let mut file = match create_private(&temp) {
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                private_dir(dir)?;
+                create_private(&temp)?
+            }
+            other => other?,
+        };
         file.write_all(contents)?;
         if durability == Durability::Synced {
             file.sync_all()?;
@@ -111,6 +117,50 @@ fn sync_dir(dir: &Path) {
     }
     #[cfg(not(unix))]
     let _ = dir;
+}
+
+/// Writes a small file that is never rewritten in place, mode 0600, without the rename
+/// [`replace_private`] needs: a new file is written directly (a crash can leave it short, which
+/// its reader takes for damaged), and an existing one that already holds `contents` is left
+/// alone. Anything else is replaced atomically.
+pub(crate) fn write_once_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let created = match create_private(path) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            let dir = path.parent().unwrap_or_else(|| Path::new("."));
+            private_dir(dir)?;
+            create_private(path)
+        }
+        other => other,
+    };
+    match created {
+        Ok(mut file) => file.write_all(contents),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            if read_bounded(path, contents.len() as u64)
+                .ok()
+                .flatten()
+                .is_some_and(|held| held == contents)
+            {
+                return Ok(());
+            }
+            replace_private(path, contents, Durability::Atomic)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Writes `contents` as a new file at `path`, mode 0600, deleting what was there first: for a
+/// file kept in two slots whose reader tells a whole one from a cut one (see
+/// [`crate::state::index`]), where a rename over the old file would cost a flush.
+pub(crate) fn write_afresh_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    remove_if_present(path)?;
+    let mut file = match create_private(path) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            private_dir(path.parent().unwrap_or_else(|| Path::new(".")))?;
+            create_private(path)?
+        }
+        other => other?,
+    };
+    file.write_all(contents)
 }
 
 /// Removes `path`; a file that is already gone is not an error.

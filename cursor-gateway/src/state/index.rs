@@ -1,16 +1,21 @@
 //! The conversation index on disk, under `--state/conversations`: how a request finds the
 //! conversation it continues after a restart, or after the conversation left memory.
 //!
-//! - `<id>.json`, one record per conversation: where each of its recent turns ended (history
-//!   fingerprints, the last one its head), Cursor's token count there, and any exchanges the
-//!   remote conversation holds that its client never saw (a format's corrective turn).
+//! - `<id>.a.json` and `<id>.b.json`, one record per conversation in two slots: where each of
+//!   its recent turns ended (history fingerprints, the last one its head), Cursor's token count
+//!   there, and any exchanges the remote conversation holds that its client never saw (a
+//!   format's corrective turn).
 //! - `ends/<fingerprint>`, one small file per recorded turn end, holding the id of the
 //!   conversation whose turn ended there: a lookup by fingerprint reads one file, so start-up
 //!   reads nothing and memory holds only the conversations in use.
 //!
-//! Records are replaced atomically and not synced (a lost update costs one rebuild). A record's
-//! modification time is when its conversation was last used; the sweep deletes conversations
-//! idle past the retention. Every read is bounded in size, and a damaged file is treated as
+//! A save writes the slot holding the older version afresh (deleted, then created), so a reader
+//! always has one whole version: it takes the valid slot with the higher sequence number (a
+//! write cut short by a crash is not valid JSON). A record is never renamed over an existing
+//! file, which on ext4 forces the file's data to disk first and cost every turn most of a
+//! millisecond. Nothing is synced: a lost update costs one rebuild. A record's modification time
+//! is when its conversation was last used; the sweep deletes conversations idle past the
+//! retention. Every read is bounded in size, and a damaged file is treated as
 //! missing (that conversation rebuilds once), never trusted.
 
 use std::path::PathBuf;
@@ -19,7 +24,10 @@ use std::time::SystemTime;
 use cursor_agent::ir::Message;
 use serde::{Deserialize, Serialize};
 
-use super::files::{Durability, is_temporary, read_bounded, remove_if_present, replace_private};
+use super::files::{
+    Durability, is_temporary, read_bounded, remove_if_present, replace_private,
+    write_afresh_private, write_once_private,
+};
 use crate::history::HistoryFp;
 
 /// Turn ends kept per conversation (the agent's handle keeps the checkpoints of at most 64
@@ -37,6 +45,9 @@ const VERSION: u32 = 1;
 pub(crate) struct Record {
     /// The record format.
     pub(crate) v: u32,
+    /// Bumped by every save: of the two slots, the higher is the record.
+    #[serde(default)]
+    pub(crate) seq: u64,
     /// Where recent turns ended, oldest first; the last is where the history ends now.
     pub(crate) turns: Vec<TurnEnd>,
     /// Exchanges the remote conversation holds that the client's history does not.
@@ -115,36 +126,48 @@ impl IndexStore {
         Self { dir }
     }
 
-    fn record_path(&self, id: &str) -> PathBuf {
-        self.dir.join(format!("{id}.json"))
+    /// The two slots of `id`'s record.
+    fn record_paths(&self, id: &str) -> [PathBuf; 2] {
+        [
+            self.dir.join(format!("{id}.a.json")),
+            self.dir.join(format!("{id}.b.json")),
+        ]
     }
 
     fn end_path(&self, fp: &HistoryFp) -> PathBuf {
         self.dir.join("ends").join(fp.to_hex())
     }
 
-    /// The record of `id`, if it has a readable one.
+    /// The record of `id`, if it has a readable one: the valid slot with the higher sequence.
     pub(crate) fn record(&self, id: &str) -> Option<Record> {
         if !valid_id(id) {
             return None;
         }
-        match read_bounded(&self.record_path(id), MAX_RECORD_BYTES) {
-            Ok(Some(bytes)) => {
-                let record = Record::from_json(&bytes);
-                if record.is_none() {
-                    tracing::warn!(
-                        conversation = id,
-                        "an index record is unreadable; that conversation will rebuild"
-                    );
+        let mut found: Option<Record> = None;
+        let mut damaged = false;
+        for path in self.record_paths(id) {
+            match read_bounded(&path, MAX_RECORD_BYTES) {
+                Ok(Some(bytes)) => match Record::from_json(&bytes) {
+                    Some(record) if found.as_ref().is_none_or(|f| record.seq > f.seq) => {
+                        found = Some(record);
+                    }
+                    Some(_) => {}
+                    None => damaged = true,
+                },
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(conversation = id, %error, "an index record could not be read");
+                    damaged = true;
                 }
-                record
-            }
-            Ok(None) => None,
-            Err(error) => {
-                tracing::warn!(conversation = id, %error, "an index record could not be read");
-                None
             }
         }
+        if found.is_none() && damaged {
+            tracing::warn!(
+                conversation = id,
+                "an index record is unreadable; that conversation will rebuild"
+            );
+        }
+        found
     }
 
     /// The conversation a turn of which ended at `fp`, with its record.
@@ -167,11 +190,11 @@ impl IndexStore {
         if !valid_id(id) {
             return;
         }
-        let written = replace_private(&self.record_path(id), &record.to_json(), Durability::Atomic)
-            .and_then(|()| match record.head() {
-                Some(head) => {
-                    replace_private(&self.end_path(&head), id.as_bytes(), Durability::Atomic)
-                }
+        let slot = &self.record_paths(id)[(record.seq % 2) as usize];
+        let written =
+            write_afresh_private(slot, &record.to_json()).and_then(|()| match record.head() {
+                // A turn end's pointer is written once, when its turn ends.
+                Some(head) => write_once_private(&self.end_path(&head), id.as_bytes()),
                 None => Ok(()),
             });
         if let Err(error) = written {
@@ -203,10 +226,25 @@ impl IndexStore {
             .flatten()
             .filter_map(|entry| {
                 let name = entry.file_name();
-                let id = name.to_str()?.strip_suffix(".json")?.to_owned();
+                let name = name.to_str()?;
+                let id = name
+                    .strip_suffix(".a.json")
+                    .or_else(|| name.strip_suffix(".b.json"))?
+                    .to_owned();
                 let modified = entry.metadata().ok()?.modified().ok()?;
-                (valid_id(&id) && modified < before).then_some(id)
+                valid_id(&id).then_some((id, modified))
             })
+            .fold(
+                std::collections::HashMap::<String, SystemTime>::new(),
+                |mut newest, (id, modified)| {
+                    let at = newest.entry(id).or_insert(modified);
+                    *at = (*at).max(modified);
+                    newest
+                },
+            )
+            .into_iter()
+            .filter(|(_, modified)| *modified < before)
+            .map(|(id, _)| id)
             .collect()
     }
 
@@ -220,7 +258,10 @@ impl IndexStore {
                 self.unpoint(&turn.fp, id);
             }
         }
-        remove_if_present(&self.record_path(id))
+        for path in self.record_paths(id) {
+            remove_if_present(&path)?;
+        }
+        Ok(())
     }
 
     /// Deletes temporary files a crash left, and pointers naming no record, written before
@@ -245,8 +286,9 @@ impl IndexStore {
                     || (dir.ends_with("ends") && {
                         let target = read_bounded(&entry.path(), 256).ok().flatten();
                         target.is_none_or(|id| {
-                            std::str::from_utf8(&id)
-                                .map_or(true, |id| !self.record_path(id.trim()).exists())
+                            std::str::from_utf8(&id).map_or(true, |id| {
+                                !self.record_paths(id.trim()).iter().any(|p| p.exists())
+                            })
                         })
                     });
                 if debris && std::fs::remove_file(entry.path()).is_ok() {
@@ -296,6 +338,7 @@ impl IndexStore {
             if valid_id(id) && !turns.is_empty() {
                 let record = Record {
                     v: VERSION,
+                    seq: 1,
                     turns,
                     splices: Vec::new(),
                 };
@@ -334,6 +377,7 @@ mod tests {
 
     fn record(fps: &[u8]) -> Record {
         let mut record = new_record();
+        record.seq = fps.len() as u64;
         record.turns = fps
             .iter()
             .map(|n| TurnEnd {
@@ -367,13 +411,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let index = IndexStore::new(dir.path().to_owned());
         index.save("c-1", &record(&[1]), &[]);
-        std::fs::write(
-            dir.path().join("c-1.json"),
-            b"{\"v\": 1, \"turns\": [{\"fp\": \"zz\"}]}",
-        )
-        .unwrap();
+        for slot in ["c-1.a.json", "c-1.b.json"] {
+            std::fs::write(
+                dir.path().join(slot),
+                b"{\"v\": 1, \"turns\": [{\"fp\": \"zz\"}]}",
+            )
+            .unwrap();
+        }
         assert!(index.find(&fp(1)).is_none());
-        std::fs::write(dir.path().join("c-1.json"), b"{\"v\": 99, \"turns\": []}").unwrap();
+        for slot in ["c-1.a.json", "c-1.b.json"] {
+            std::fs::write(dir.path().join(slot), b"{\"v\": 99, \"turns\": []}").unwrap();
+        }
         assert!(index.record("c-1").is_none());
         std::fs::write(
             dir.path().join("ends").join(fp(1).to_hex()),
@@ -382,6 +430,30 @@ mod tests {
         .unwrap();
         assert!(index.find(&fp(1)).is_none());
         assert!(Record::from_json(&[0xff, 0x00]).is_none());
+    }
+
+    #[test]
+    fn a_save_cut_short_leaves_the_previous_version_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = IndexStore::new(dir.path().to_owned());
+        index.save("c-1", &record(&[1]), &[]);
+        index.save("c-1", &record(&[1, 2]), &[]);
+        assert_eq!(index.record("c-1").unwrap().head(), Some(fp(2)));
+        // The next save (sequence 3) writes slot b afresh; a crash cuts it short.
+        let newer = record(&[1, 2, 3]);
+        let bytes = newer.to_json();
+        std::fs::write(dir.path().join("c-1.b.json"), &bytes[..bytes.len() / 2]).unwrap();
+        assert_eq!(
+            index.record("c-1").unwrap().head(),
+            Some(fp(2)),
+            "the whole older slot"
+        );
+        index.save("c-1", &newer, &[]);
+        assert_eq!(index.record("c-1").unwrap().head(), Some(fp(3)));
+        assert_eq!(
+            index.idle_since(SystemTime::now() + std::time::Duration::from_secs(1)),
+            ["c-1"]
+        );
     }
 
     #[test]
