@@ -1,7 +1,7 @@
 //! The turn engine: everything a turn does, whatever API asked for it. It finds or starts the
 //! conversation, admits the turn (body budget, turn slots), runs it on the conversation's
 //! `AgentSession`, clips the reply (stop sequences, output limits), checks a reply format with
-//! one corrective turn, streams with keep-alives through a dialect's [`Render`], records where
+//! one corrective turn, streams with keep-alives through a dialect's [`Render`](stream::Render), records where
 //! the conversation's history now ends, parks and expires tool rounds, and sweeps expired
 //! state.
 //!
