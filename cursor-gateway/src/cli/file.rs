@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::LogFormat;
+use super::LogFormatName;
 
 /// What a configuration file may set; every key is optional, an unknown key is an error.
 #[derive(Debug, Default, Deserialize)]
@@ -20,7 +20,7 @@ pub(crate) struct FileConfig {
     pub(crate) admin_key_file: Option<PathBuf>,
     pub(crate) agent_origin: Option<String>,
     pub(crate) api_origin: Option<String>,
-    pub(crate) log_format: Option<LogFormat>,
+    pub(crate) log_format: Option<LogFormatName>,
     pub(crate) header_timeout: Option<f64>,
     pub(crate) body_timeout: Option<f64>,
     pub(crate) write_timeout: Option<f64>,

@@ -30,14 +30,33 @@ pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8787);
 
 /// How log lines are written.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LogFormat {
     /// One readable line per event.
     #[default]
     Human,
     /// One JSON object per line.
     Json,
+}
+
+/// [`LogFormat`] as the command line and the file spell it (kept apart, so the public type
+/// implements no trait of `clap` or `serde`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum LogFormatName {
+    /// One readable line per event.
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+impl From<LogFormatName> for LogFormat {
+    fn from(name: LogFormatName) -> Self {
+        match name {
+            LogFormatName::Human => Self::Human,
+            LogFormatName::Json => Self::Json,
+        }
+    }
 }
 
 /// What to do.
@@ -113,7 +132,7 @@ struct Settings {
     api_origin: Option<String>,
     /// Log lines for people, or one JSON object each [default: human].
     #[arg(long, env = "CURSOR_GATEWAY_LOG_FORMAT", value_enum)]
-    log_format: Option<LogFormat>,
+    log_format: Option<LogFormatName>,
     /// Request head, and keep-alive idle, in seconds [default: 15].
     #[arg(long, env = "CURSOR_GATEWAY_HEADER_TIMEOUT", value_name = "SECS", value_parser = seconds)]
     header_timeout: Option<Duration>,
@@ -493,8 +512,8 @@ impl Options {
         );
         let log_format = pick!(
             "log-format",
-            settings.log_format,
-            file.log_format,
+            settings.log_format.map(LogFormat::from),
+            file.log_format.map(LogFormat::from),
             LogFormat::Human
         );
         let agent_origin = pick!(
