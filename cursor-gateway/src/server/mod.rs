@@ -166,6 +166,11 @@ impl Gateway {
     /// # Errors
     ///
     /// Never in practice: a failed accept is logged and serving goes on.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops accepting and ends the admin connections it serves; nothing
+    /// of a turn is held there, so nothing is lost.
     pub async fn serve_admin_until(
         self,
         listener: TcpListener,
