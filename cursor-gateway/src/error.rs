@@ -233,7 +233,7 @@ impl ApiError {
             ErrorKind::Local,
             format!(
                 "[local] the gateway failed inside{id} (next step: retry; if it persists, the \
-                 gateway's operator finds the cause in its log)"
+                 gateway's operator finds the cause in its log under the response's x-request-id)"
             ),
         )
     }

@@ -314,12 +314,15 @@ where
     F: FnOnce(Outlet) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    use tracing::Instrument as _;
     let (head, head_rx) = oneshot::channel();
     let (frames, rx) = mpsc::channel::<Bytes>(QUEUE);
-    drop(tokio::spawn(pump(Outlet {
+    // The turn's log lines carry the request's span (its id), though it outlives the handler.
+    let turn = pump(Outlet {
         head: Some(head),
         frames,
-    })));
+    });
+    drop(tokio::spawn(turn.instrument(tracing::Span::current())));
     match head_rx.await {
         Ok(Ok(())) => Ok(sse_response(rx)),
         Ok(Err(error)) => Err(error),
