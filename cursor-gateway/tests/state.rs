@@ -263,8 +263,12 @@ async fn a_branch_request_whose_client_disconnects_leaves_no_handle_copy() {
         body.len()
     );
     client.write_all(request.as_bytes()).await.unwrap();
-    wait_until("the branch's turn started", || h.gateway.open_runs() == 1).await;
-    assert_eq!(h.gateway.seeded_branches(), 1, "the copy is in memory");
+    // The copy is in memory once the branch's turn is seeded (its parent's handle is read on the
+    // blocking pool after the turn was admitted).
+    wait_until("the branch's turn was seeded", || {
+        h.gateway.open_runs() == 1 && h.gateway.seeded_branches() == 1
+    })
+    .await;
     assert_eq!(files(&handles, ".json"), 1, "and not on disk");
     drop(client);
     wait_until("the turn was cancelled", || h.gateway.open_runs() == 0).await;

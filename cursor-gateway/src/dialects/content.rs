@@ -74,6 +74,56 @@ pub(crate) fn push_text<P>(
     }
 }
 
+/// A kind of content block that a message's content folds into as it is read: a string is one
+/// text block, a list is read one raw element at a time, each folded into the list so far.
+pub(crate) trait Fold: Sized {
+    /// An element as it arrives (borrowing from the body where it can).
+    type Raw<'de>: serde::Deserialize<'de>;
+
+    /// A string's content: one text block.
+    fn text(text: String) -> Self;
+
+    /// Folds element `index` into `parts` (a text run grows, anything else is pushed).
+    fn fold(index: usize, raw: Self::Raw<'_>, parts: &mut Vec<Self>);
+}
+
+/// Reads a message's content (a string, or a list of blocks) as `P`s, one block at a time.
+pub(crate) fn deserialize_folded<'de, D, P>(input: D) -> Result<Vec<P>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    P: Fold,
+{
+    struct Blocks<P>(std::marker::PhantomData<P>);
+
+    impl<'de, P: Fold> serde::de::Visitor<'de> for Blocks<P> {
+        type Value = Vec<P>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or a list of content blocks")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Vec<P>, E> {
+            Ok(vec![P::text(text.to_owned())])
+        }
+
+        fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Vec<P>, E> {
+            Ok(vec![P::text(text)])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<P>, A::Error> {
+            let mut parts = Vec::new();
+            let mut index = 0;
+            while let Some(raw) = seq.next_element::<P::Raw<'de>>()? {
+                P::fold(index, raw, &mut parts);
+                index += 1;
+            }
+            Ok(parts)
+        }
+    }
+
+    input.deserialize_any(Blocks(std::marker::PhantomData))
+}
+
 /// An image from its media type and base64 data; only image types.
 pub(crate) fn image_from_base64(media_type: &str, data: &str) -> Result<Image, String> {
     if !media_type.starts_with("image/") {

@@ -37,6 +37,61 @@ pub(crate) struct Incoming {
     pub(crate) permit: BodyPermit,
 }
 
+impl Incoming {
+    /// Parses the body with `parse` (on the blocking pool when it is large) and lets it go,
+    /// then grows the request's share of the body budget by what its JSON trees will cost
+    /// (`trees`) before anything builds them.
+    pub(crate) async fn parse<R: Send + 'static>(
+        self,
+        parse: fn(&[u8]) -> Result<R, crate::ApiError>,
+        trees: fn(&R) -> usize,
+    ) -> Result<Parsed<R>, crate::ApiError> {
+        let Self {
+            namespace,
+            header_hint,
+            body,
+            mut permit,
+        } = self;
+        let size = body.len();
+        let request = crate::engine::blocking::run_sized(size, move || parse(&body)).await??;
+        permit.grow(trees(&request)).await?;
+        Ok(Parsed {
+            namespace,
+            header_hint,
+            size,
+            request,
+            permit,
+        })
+    }
+}
+
+/// A request parsed, its body gone.
+#[derive(Debug)]
+pub(crate) struct Parsed<R> {
+    pub(crate) namespace: String,
+    pub(crate) header_hint: Option<String>,
+    /// The body's length: work on the request is as large as it.
+    pub(crate) size: usize,
+    pub(crate) request: R,
+    pub(crate) permit: BodyPermit,
+}
+
+/// The 400 for a body that did not parse: `invalid_json` when it is not JSON at all, else
+/// `shape_code` saying it does not fit `shape` (serde's message names the field and where).
+pub(crate) fn unparsed(
+    error: &serde_json::Error,
+    shape_code: &str,
+    shape: &str,
+) -> crate::ApiError {
+    match error.classify() {
+        serde_json::error::Category::Data => crate::ApiError::bad_request(
+            shape_code,
+            format!("the request does not fit the {shape} shape: {error}"),
+        ),
+        _ => crate::ApiError::bad_request("invalid_json", format!("the body is not JSON: {error}")),
+    }
+}
+
 /// An SSE frame with only a `data:` line.
 pub(crate) fn sse_data(json: &impl serde::Serialize) -> Bytes {
     let json = serde_json::to_string(json).unwrap_or_else(|_| "{}".into());

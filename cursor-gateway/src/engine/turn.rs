@@ -10,7 +10,7 @@ use cursor_agent::session::AgentSession;
 use cursor_agent::{AgentEvent, HandleRepository as _, HostProfile, Loaded};
 
 use super::admission::{BodyPermit, TurnSlot, conversation_cost};
-use super::conversations::{Advance, Claim, Conversations, Persist};
+use super::conversations::{Advance, Claim, Conversations, DiskHits, Persist};
 use super::{Engine, Leg, blocking};
 use crate::ApiError;
 use crate::history::{self, Api, HistoryFp, Scope};
@@ -82,6 +82,22 @@ impl Engine {
         }
     }
 
+    /// What the index on disk knows of `prefixes`, when memory does not know where the
+    /// conversation continues (read on the blocking pool).
+    async fn disk_hits(
+        &self,
+        prefixes: &[HistoryFp],
+        conversation: &Conversation,
+    ) -> Result<DiskHits, ApiError> {
+        let conversations = &self.inner.conversations;
+        if conversations.knows(prefixes) || !answered_before(conversation) {
+            return Ok(DiskHits::default());
+        }
+        let index = conversations.index().clone();
+        let lookups = prefixes.to_vec();
+        blocking::run(move || Conversations::look_up(&index, &lookups)).await
+    }
+
     /// Tokens in `conversation` as Cursor counted them for the longest stored history it
     /// continues, plus an estimate of what came after; a whole estimate when nothing is known.
     pub(crate) async fn count_tokens(
@@ -91,13 +107,7 @@ impl Engine {
     ) -> Result<u64, ApiError> {
         let prefixes = Self::prefixes(scope, conversation).await?;
         let conversations = &self.inner.conversations;
-        let disk = if conversations.knows(&prefixes) || !answered_before(conversation) {
-            Default::default()
-        } else {
-            let index = conversations.index().clone();
-            let lookups = prefixes.clone();
-            blocking::run(move || Conversations::look_up(&index, &lookups)).await?
-        };
+        let disk = self.disk_hits(&prefixes, conversation).await?;
         let Some((unit, known)) = conversations.counted(&prefixes, &disk) else {
             return Ok(super::estimate::estimate_tokens(conversation));
         };
@@ -118,13 +128,7 @@ impl Engine {
         let slot = self.inner.admission.turn_slot(&scope.namespace)?;
         let prefixes = Self::prefixes(scope, conversation).await?;
         let conversations = &self.inner.conversations;
-        let disk = if conversations.knows(&prefixes) || !answered_before(conversation) {
-            Default::default()
-        } else {
-            let index = conversations.index().clone();
-            let lookups = prefixes.clone();
-            blocking::run(move || Conversations::look_up(&index, &lookups)).await?
-        };
+        let disk = self.disk_hits(&prefixes, conversation).await?;
         let api = scope.api;
         let claim = conversations.claim(
             &scope.namespace,

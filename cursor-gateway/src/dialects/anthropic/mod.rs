@@ -15,7 +15,7 @@ pub(crate) use self::error::AnthropicError;
 use self::render::MessagesStream;
 use self::signature::ThinkingKey;
 use self::translate::{Translated, translate, tree_cost};
-use super::Incoming;
+use super::{Incoming, Parsed};
 use crate::ApiError;
 use crate::engine::admission::conversation_cost;
 use crate::engine::clip::Clip;
@@ -25,13 +25,7 @@ use crate::history::{Api, Scope};
 
 /// The request body as typed structs, or a 400 saying what is wrong with it.
 fn parse(body: &[u8]) -> Result<wire::MessagesRequest, ApiError> {
-    wire::parse(body).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => ApiError::bad_request(
-            "invalid_request_error",
-            format!("the request does not fit the Messages shape: {e}"),
-        ),
-        _ => ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}")),
-    })
+    wire::parse(body).map_err(|e| super::unparsed(&e, "invalid_request_error", "Messages"))
 }
 
 /// The model a Messages request names: an alias, `claude-cursor-ID` or a catalog id. An
@@ -59,15 +53,13 @@ fn model(engine: &Engine, name: &str) -> Result<cursor_agent::session::ModelChoi
 
 /// Answers one Messages request.
 pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Response, ApiError> {
-    let Incoming {
+    let Parsed {
         namespace,
         header_hint,
-        body,
+        size,
+        request,
         mut permit,
-    } = incoming;
-    let size = body.len();
-    let request = blocking::run_sized(size, move || parse(&body)).await??;
-    permit.grow(tree_cost(&request)).await?;
+    } = incoming.parse(parse, tree_cost).await?;
     let key = ThinkingKey::new(engine.secret().clone());
     let model_choice = model(engine, &request.model)?;
     let model_name = request.model.clone();
@@ -113,15 +105,13 @@ pub(crate) async fn count_tokens(
     engine: &Engine,
     incoming: Incoming,
 ) -> Result<Response, ApiError> {
-    let Incoming {
+    let Parsed {
         namespace,
         header_hint,
-        body,
+        size,
+        request,
         mut permit,
-    } = incoming;
-    let size = body.len();
-    let request = blocking::run_sized(size, move || parse(&body)).await??;
-    permit.grow(tree_cost(&request)).await?;
+    } = incoming.parse(parse, tree_cost).await?;
     let key = ThinkingKey::new(engine.secret().clone());
     let translated = blocking::run_sized(size, move || translate(request, &key, true)).await??;
     permit

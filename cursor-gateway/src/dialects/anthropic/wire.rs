@@ -3,12 +3,13 @@
 //! and where, so the translation can name it in a 400.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, SeqAccess, Visitor};
+use serde::de;
 
-use crate::dialects::content::{Deferred, Joined, image_from_base64, push_text};
+use crate::dialects::content::{
+    Deferred, Fold, Joined, deserialize_folded, image_from_base64, push_text,
+};
 use cursor_agent::ir::Image;
 
 /// A Messages request. Fields that do not change what the answer means (`temperature`,
@@ -122,7 +123,7 @@ pub(crate) enum Part {
 
 /// A block as it arrives; read once and folded into a [`Part`].
 #[derive(Deserialize)]
-struct RawBlock<'a> {
+pub(crate) struct RawBlock<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
     #[serde(default, borrow)]
@@ -148,7 +149,7 @@ struct RawBlock<'a> {
 }
 
 #[derive(Deserialize)]
-struct RawSource<'a> {
+pub(crate) struct RawSource<'a> {
     #[serde(rename = "type", default, borrow)]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -220,37 +221,21 @@ impl Part {
     }
 }
 
+impl Fold for Part {
+    type Raw<'de> = RawBlock<'de>;
+
+    fn text(text: String) -> Self {
+        Self::Text(Joined::one(text))
+    }
+
+    fn fold(index: usize, raw: RawBlock<'_>, parts: &mut Vec<Self>) {
+        Self::of(index, raw, parts);
+    }
+}
+
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: de::Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
-        struct Blocks;
-
-        impl<'de> Visitor<'de> for Blocks {
-            type Value = Content;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or a list of content blocks")
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Content, E> {
-                Ok(Content(vec![Part::Text(Joined::one(text.to_owned()))]))
-            }
-
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Content, E> {
-                Ok(Content(vec![Part::Text(Joined::one(text))]))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut parts = Vec::new();
-                let mut index = 0;
-                while let Some(block) = seq.next_element::<RawBlock<'de>>()? {
-                    Part::of(index, block, &mut parts);
-                    index += 1;
-                }
-                Ok(Content(parts))
-            }
-        }
-
-        input.deserialize_any(Blocks)
+        deserialize_folded(input).map(Self)
     }
 }
 

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse as _, Response};
 
 use self::render::ChatStream;
 use self::translate::{Translated, translate, tree_cost};
-use super::Incoming;
+use super::{Incoming, Parsed};
 use crate::ApiError;
 use crate::engine::admission::conversation_cost;
 use crate::engine::clip::Clip;
@@ -18,26 +18,18 @@ use crate::history::Scope;
 
 /// The request body as typed structs, or a 400 saying what is wrong with it.
 fn parse(body: &[u8]) -> Result<wire::ChatRequest, ApiError> {
-    wire::parse(body).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => ApiError::bad_request(
-            "invalid_request",
-            format!("the request does not fit the chat completions shape: {e}"),
-        ),
-        _ => ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}")),
-    })
+    wire::parse(body).map_err(|e| super::unparsed(&e, "invalid_request", "chat completions"))
 }
 
 /// Answers one chat completions request.
 pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Response, ApiError> {
-    let Incoming {
+    let Parsed {
         namespace,
         header_hint,
-        body,
+        size,
+        request,
         mut permit,
-    } = incoming;
-    let size = body.len();
-    let request = blocking::run_sized(size, move || parse(&body)).await??;
-    permit.grow(tree_cost(&request)).await?;
+    } = incoming.parse(parse, tree_cost).await?;
     let model = engine
         .models()
         .choice(&request.model, request.reasoning_effort.as_deref())?;

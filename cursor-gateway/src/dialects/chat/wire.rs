@@ -9,7 +9,9 @@ use cursor_agent::ir::Image;
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::dialects::content::{Deferred, Joined, Sent, image_from_data_url, push_text};
+use crate::dialects::content::{
+    Deferred, Fold, Joined, Sent, deserialize_folded, image_from_data_url, push_text,
+};
 use crate::dialects::openai::{ResponseFormat, ToolChoice};
 
 /// A chat completions request (fields this gateway does not use are ignored).
@@ -104,7 +106,7 @@ pub(crate) enum ChatPart {
 }
 
 #[derive(Deserialize)]
-struct RawPart<'a> {
+pub(crate) struct RawPart<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
     #[serde(default, borrow)]
@@ -114,7 +116,7 @@ struct RawPart<'a> {
 }
 
 #[derive(Deserialize)]
-struct RawImageUrl<'a> {
+pub(crate) struct RawImageUrl<'a> {
     #[serde(borrow)]
     url: Cow<'a, str>,
 }
@@ -153,39 +155,21 @@ impl ChatPart {
     }
 }
 
+impl Fold for ChatPart {
+    type Raw<'de> = RawPart<'de>;
+
+    fn text(text: String) -> Self {
+        Self::Text(Joined::one(text))
+    }
+
+    fn fold(index: usize, raw: RawPart<'_>, parts: &mut Vec<Self>) {
+        Self::of(index, raw, parts);
+    }
+}
+
 impl<'de> Deserialize<'de> for ChatContent {
     fn deserialize<D: de::Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
-        struct Parts;
-
-        impl<'de> Visitor<'de> for Parts {
-            type Value = ChatContent;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or a list of content parts")
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<ChatContent, E> {
-                Ok(ChatContent(vec![ChatPart::Text(Joined::one(
-                    text.to_owned(),
-                ))]))
-            }
-
-            fn visit_string<E: de::Error>(self, text: String) -> Result<ChatContent, E> {
-                Ok(ChatContent(vec![ChatPart::Text(Joined::one(text))]))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ChatContent, A::Error> {
-                let mut parts = Vec::new();
-                let mut index = 0;
-                while let Some(part) = seq.next_element::<RawPart<'de>>()? {
-                    ChatPart::of(index, part, &mut parts);
-                    index += 1;
-                }
-                Ok(ChatContent(parts))
-            }
-        }
-
-        input.deserialize_any(Parts)
+        deserialize_folded(input).map(Self)
     }
 }
 

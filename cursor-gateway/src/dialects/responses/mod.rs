@@ -13,7 +13,7 @@ use cursor_agent::ir::{AssistantContent, Message};
 
 use self::render::{KeepResponse, ResponsesStream, response_json, whole_output};
 use self::translate::{Translated, translate, tree_cost};
-use super::Incoming;
+use super::{Incoming, Parsed};
 use crate::ApiError;
 use crate::engine::admission::conversation_cost;
 use crate::engine::clip::Clip;
@@ -24,13 +24,7 @@ use crate::state::responses::NewResponse;
 
 /// The request body as typed structs, or a 400 saying what is wrong with it.
 fn parse(body: &[u8]) -> Result<wire::ResponsesRequest, ApiError> {
-    wire::parse(body).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => ApiError::bad_request(
-            "invalid_request",
-            format!("the request does not fit the Responses shape: {e}"),
-        ),
-        _ => ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}")),
-    })
+    wire::parse(body).map_err(|e| super::unparsed(&e, "invalid_request", "Responses"))
 }
 
 /// The 400 for a `previous_response_id` this key cannot continue.
@@ -95,15 +89,13 @@ impl Keep {
 
 /// Answers one Responses request.
 pub(crate) async fn handle(engine: &Engine, incoming: Incoming) -> Result<Response, ApiError> {
-    let Incoming {
+    let Parsed {
         namespace,
         header_hint,
-        body,
+        size,
+        request,
         mut permit,
-    } = incoming;
-    let size = body.len();
-    let request = blocking::run_sized(size, move || parse(&body)).await??;
-    permit.grow(tree_cost(&request)).await?;
+    } = incoming.parse(parse, tree_cost).await?;
     let prior = match &request.previous_response_id {
         None => None,
         Some(id) => {

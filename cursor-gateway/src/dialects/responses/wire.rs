@@ -9,7 +9,9 @@ use cursor_agent::ir::Image;
 use serde::Deserialize;
 use serde::de::{self, SeqAccess, Visitor};
 
-use crate::dialects::content::{Deferred, Joined, Sent, image_from_data_url, push_text};
+use crate::dialects::content::{
+    Deferred, Fold, Joined, Sent, deserialize_folded, image_from_data_url, push_text,
+};
 use crate::dialects::openai::{ResponseFormat, ToolChoice};
 
 /// A Responses request.
@@ -137,7 +139,7 @@ struct RawItem<'a> {
 }
 
 #[derive(Deserialize)]
-struct RawPart<'a> {
+pub(crate) struct RawPart<'a> {
     #[serde(rename = "type", default, borrow)]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -149,7 +151,7 @@ struct RawPart<'a> {
 /// `image_url`: a URL string, or an object with one.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum ImageUrl<'a> {
+pub(crate) enum ImageUrl<'a> {
     Text(#[serde(borrow)] Cow<'a, str>),
     Object {
         #[serde(borrow)]
@@ -246,37 +248,21 @@ impl Part {
     }
 }
 
+impl Fold for Part {
+    type Raw<'de> = RawPart<'de>;
+
+    fn text(text: String) -> Self {
+        Self::Text(Joined::one(text))
+    }
+
+    fn fold(index: usize, raw: RawPart<'_>, parts: &mut Vec<Self>) {
+        Self::of(index, raw, parts);
+    }
+}
+
 impl<'de> Deserialize<'de> for Parts {
     fn deserialize<D: de::Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
-        struct Each;
-
-        impl<'de> Visitor<'de> for Each {
-            type Value = Parts;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or a list of content parts")
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Parts, E> {
-                Ok(Parts(vec![Part::Text(Joined::one(text.to_owned()))]))
-            }
-
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Parts, E> {
-                Ok(Parts(vec![Part::Text(Joined::one(text))]))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parts, A::Error> {
-                let mut parts = Vec::new();
-                let mut index = 0;
-                while let Some(part) = seq.next_element::<RawPart<'de>>()? {
-                    Part::of(index, part, &mut parts);
-                    index += 1;
-                }
-                Ok(Parts(parts))
-            }
-        }
-
-        input.deserialize_any(Each)
+        deserialize_folded(input).map(Self)
     }
 }
 
