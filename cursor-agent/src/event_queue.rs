@@ -120,6 +120,26 @@ impl EventQueue {
     }
 }
 
+/// `events` with adjacent deltas of one kind merged: what a host sees however often it drains.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn merged_deltas(events: &[AgentEvent]) -> Vec<AgentEvent> {
+    let mut out: Vec<AgentEvent> = Vec::new();
+    for event in events {
+        match (out.last_mut(), event) {
+            (
+                Some(AgentEvent::Ir(Event::TextDelta { text: last })),
+                AgentEvent::Ir(Event::TextDelta { text }),
+            )
+            | (
+                Some(AgentEvent::Ir(Event::ThinkingDelta { text: last })),
+                AgentEvent::Ir(Event::ThinkingDelta { text }),
+            ) => last.push_str(text),
+            _ => out.push(event.clone()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

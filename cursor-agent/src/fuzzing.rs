@@ -299,8 +299,8 @@ pub fn body_data(data: &[u8]) {
         seen_data.extend(std::iter::from_fn(|| by_data.poll_event()));
         seen_frames.extend(std::iter::from_fn(|| by_frames.poll_event()));
         assert_eq!(
-            merged_deltas(&seen_data),
-            merged_deltas(&seen_frames),
+            crate::event_queue::merged_deltas(&seen_data),
+            crate::event_queue::merged_deltas(&seen_frames),
             "events differ"
         );
         let transmits =
@@ -321,25 +321,6 @@ pub fn body_data(data: &[u8]) {
             "deadlines differ"
         );
     }
-}
-
-/// `events` with adjacent deltas of one kind merged: what a host sees however often it drains.
-pub(crate) fn merged_deltas(events: &[AgentEvent]) -> Vec<AgentEvent> {
-    let mut out: Vec<AgentEvent> = Vec::new();
-    for event in events {
-        match (out.last_mut(), event) {
-            (
-                Some(AgentEvent::Ir(Event::TextDelta { text: last })),
-                AgentEvent::Ir(Event::TextDelta { text }),
-            )
-            | (
-                Some(AgentEvent::Ir(Event::ThinkingDelta { text: last })),
-                AgentEvent::Ir(Event::ThinkingDelta { text }),
-            ) => last.push_str(text),
-            _ => out.push(event.clone()),
-        }
-    }
-    out
 }
 
 /// Plays `data` as a script of server frames, timeouts and host commands against a run, and

@@ -18,7 +18,9 @@ use cursor_proto::agent::v1::{
 #[cfg(any(test, feature = "fuzzing"))]
 mod prost_form;
 #[cfg(any(test, feature = "fuzzing"))]
-pub(crate) use prost_form::{decode, decode_view};
+pub(crate) use prost_form::decode;
+#[cfg(feature = "fuzzing")]
+pub(crate) use prost_form::decode_view;
 
 /// The field numbers of `InteractionUpdate.message`'s arms (any other field is skipped as
 /// unknown, as prost skips it).

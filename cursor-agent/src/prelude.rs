@@ -7,6 +7,7 @@
 //! ```
 //! use cursor_agent::prelude::*;
 //!
+//! # #[cfg(feature = "testing")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let replica = cursor_agent::testing::Replica::start().await?;
@@ -24,6 +25,8 @@
 //! }
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "testing"))]
+//! # fn main() {}
 //! ```
 
 pub use std::sync::Arc;

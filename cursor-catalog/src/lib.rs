@@ -32,6 +32,7 @@
 //! Listing models from the fixture backend (feature `testing`) on loopback:
 //!
 //! ```
+//! # #[cfg(feature = "testing")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cursor_catalog::{CatalogStore, RefreshOptions, ThinkingLevel, testing::FixtureBackend};
@@ -53,6 +54,8 @@
 //! # assert!(persisted.contains("grok-4.7-high"));
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "testing"))]
+//! # fn main() {}
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

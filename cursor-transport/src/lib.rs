@@ -80,7 +80,8 @@ pub mod error;
 pub mod fuzzing;
 pub mod headers;
 pub mod origin;
-#[cfg(feature = "testing")]
+// The crate's own unit tests use the server too, whatever features `cargo test` was given.
+#[cfg(any(feature = "testing", all(test, feature = "client")))]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 

@@ -21,7 +21,10 @@
 //!
 //! Time comes from tokio's clock (so tests can pause it): open runs with [`now`].
 //!
+//! One run against the loopback replica (feature `testing`):
+//!
 //! ```
+//! # #[cfg(feature = "testing")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cursor_agent::testing::Replica;
@@ -47,6 +50,8 @@
 //! assert!(task.await?.is_finished());
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "testing"))]
+//! # fn main() {}
 //! ```
 
 mod events;

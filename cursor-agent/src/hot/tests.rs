@@ -486,7 +486,7 @@ proptest! {
             seen_data.extend(events);
             let (frame_events, frame_transmits, frame_failure) = drained(&mut by_frames);
             seen_frames.extend(frame_events);
-            prop_assert_eq!(crate::fuzzing::merged_deltas(&seen_data), crate::fuzzing::merged_deltas(&seen_frames));
+            prop_assert_eq!(crate::event_queue::merged_deltas(&seen_data), crate::event_queue::merged_deltas(&seen_frames));
             prop_assert_eq!(transmits, frame_transmits);
             prop_assert_eq!(failure, frame_failure);
             prop_assert_eq!(by_data.poll_timeout(), by_frames.poll_timeout());

@@ -26,7 +26,10 @@
 //!   written, or a corrupt one set aside, reaches the host as an
 //!   [`Event::Warning`](cursor_proto::ir::Event::Warning).
 //!
+//! One turn against the loopback replica (feature `testing`):
+//!
 //! ```
+//! # #[cfg(feature = "testing")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
@@ -58,6 +61,8 @@
 //! assert_eq!(text, "pong");
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "testing"))]
+//! # fn main() {}
 //! ```
 
 mod debug;
