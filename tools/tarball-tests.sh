@@ -7,8 +7,9 @@
 #   tools/tarball-tests.sh                                 # every crate: build, then run its tests
 #   TARBALL_RUN="cursor-proto" tools/tarball-tests.sh      # run only these crates' tests
 #
-# Each crate is built and tested alone, with --all-features, so its tests find their fixtures
-# in the tarball and no feature arrives from another crate's dev-dependencies.
+# Each crate is built and tested alone, with its default features and then with --all-features,
+# so its tests find their fixtures in the tarball and no feature arrives from another crate's
+# dev-dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -53,28 +54,35 @@ done
 cp Cargo.lock "$work/Cargo.lock"
 
 cd "$work"
-# Each crate alone (its own feature set, not unified with the others' dev-dependencies): one
-# cargo call per crate; the dependencies are shared through the target dir.
+# Each crate alone (its own feature set, not unified with the others' dependencies): one cargo
+# call per crate and feature set, first the default features (what `cargo test -p <crate>` runs
+# for whoever downloads it), then --all-features (every test the crate ships); the dependencies
+# are shared through the target dir.
 run=${TARBALL_RUN:-${publishable_crates[*]}}
 for crate in "${publishable_crates[@]}"; do
   mode=--no-run
   case " $run " in *" $crate "*) mode= ;; esac
-  crate_started=$(date +%s)
-  if ! cargo test --quiet -p "$crate" --all-features $mode >"$work/$crate.log" 2>&1; then
-    cat "$work/$crate.log" >&2
-    if [ -n "$mode" ]; then
-      echo "tarball-tests.sh: $crate's tests do not build from its tarball" >&2
-    else
-      echo "tarball-tests.sh: $crate's tests fail from its tarball" >&2
+  for features in default --all-features; do
+    flag=$features
+    [ "$features" = default ] && flag=
+    crate_started=$(date +%s)
+    log=$work/$crate.$features.log
+    if ! cargo test --quiet -p "$crate" $flag $mode >"$log" 2>&1; then
+      cat "$log" >&2
+      if [ -n "$mode" ]; then
+        echo "tarball-tests.sh: $crate's tests do not build from its tarball ($features features)" >&2
+      else
+        echo "tarball-tests.sh: $crate's tests fail from its tarball ($features features)" >&2
+      fi
+      exit 1
     fi
-    exit 1
-  fi
-  took=$(($(date +%s) - crate_started))
-  if [ -n "$mode" ]; then
-    echo "tarball-tests.sh: $crate: tests built ($took s)"
-  else
-    passed=$(awk '/^test result: ok\./ { n += $4 } END { print n + 0 }' "$work/$crate.log")
-    echo "tarball-tests.sh: $crate: $passed tests passed ($took s)"
-  fi
+    took=$(($(date +%s) - crate_started))
+    if [ -n "$mode" ]; then
+      echo "tarball-tests.sh: $crate ($features): tests built ($took s)"
+    else
+      passed=$(awk '/^test result: ok\./ { n += $4 } END { print n + 0 }' "$log")
+      echo "tarball-tests.sh: $crate ($features): $passed tests passed ($took s)"
+    fi
+  done
 done
 echo "tarball-tests.sh: took $(($(date +%s) - started)) s"
